@@ -1,0 +1,117 @@
+//! An actor's task: takes its events one at a time, in arrival order, and
+//! hibernates when idle.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use wasmkeep_runtime::{ActorInstance, EventFailure, Request, Response};
+use wasmkeep_scheduler::InstanceLease;
+use wasmkeep_storage::Epoch;
+
+use crate::NodeInner;
+use crate::admission::{Admitted, admit};
+use crate::event::{Event, EventError};
+use crate::mailbox::MailboxKey;
+use crate::storage_gate::{EventHost, Outcome};
+use wasmkeep_core::Refusal;
+
+/// What an awake actor holds between events. Dropping it hibernates the
+/// actor: the instance goes back to the pool, storage stays.
+#[derive(Default)]
+pub(crate) struct Residence {
+    /// The owner epoch, once the actor is known to exist.
+    pub epoch: Option<Epoch>,
+    /// The pool instance it may use.
+    pub lease: Option<InstanceLease>,
+    /// Its live instance, if one is running.
+    pub instance: Option<ActorInstance<EventHost>>,
+}
+
+pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
+    let mut residence = Residence::default();
+    loop {
+        // An actor holding nothing has nothing to keep: it retires as soon
+        // as its queue is empty. A resident one waits its idle time.
+        let next = if residence.lease.is_some() {
+            match tokio::time::timeout(node.limits.idle(), rx.recv()).await {
+                Ok(Some(event)) => Some(event),
+                Ok(None) => return,
+                Err(_idle) => None,
+            }
+        } else {
+            rx.try_recv().ok()
+        };
+        match next {
+            Some(event) => handle(&node, &key, &mut residence, event).await,
+            None if node.mailboxes.retire(&key, &rx) => return,
+            None => {}
+        }
+    }
+}
+
+async fn handle(node: &NodeInner, key: &MailboxKey, residence: &mut Residence, event: Event) {
+    let Event { outside, request, arrived, reply } = event;
+    let result = match admit(node, key, residence, outside, arrived).await {
+        Ok(admitted) => execute(node, residence, admitted, &request).await,
+        Err(refusal) => Err(refusal.into()),
+    };
+    // The caller may have gone; the event's effects stand regardless.
+    let _ = reply.send(result);
+}
+
+async fn execute(
+    node: &NodeInner,
+    residence: &mut Residence,
+    admitted: Admitted,
+    request: &Request,
+) -> Result<Response, EventError> {
+    let Admitted { class, actor, epoch, values } = admitted;
+    // Each event runs on the active version's code: after a deploy the
+    // old instance goes, and the next event starts a new one.
+    if residence.instance.as_ref().is_some_and(|i| !Arc::ptr_eq(i.component(), &class.component)) {
+        residence.instance = None;
+    }
+    let instance = match &mut residence.instance {
+        Some(instance) => instance,
+        slot @ None => {
+            let host = EventHost::new(node.store.clone(), actor.clone(), epoch, &node.limits);
+            let instance = class.component.instantiate(host).await.map_err(|f| {
+                tracing::warn!(%actor, "instantiation failed: {f:?}");
+                EventError::Trapped
+            })?;
+            slot.insert(instance)
+        }
+    };
+    instance.host_mut().begin(epoch, values);
+    match instance.on_request(request, node.limits.wall_per_event()).await {
+        Ok(response) => match instance.host_mut().finish().await {
+            Ok(Outcome::Kept) => Ok(response),
+            Ok(Outcome::Deleted) => {
+                // It no longer exists: the next event is admitted afresh.
+                residence.epoch = None;
+                residence.instance = None;
+                Ok(response)
+            }
+            Err(e) => {
+                tracing::warn!(%actor, "commit failed: {e}");
+                residence.epoch = None;
+                residence.instance = None;
+                Err(Refusal::StoreUnavailable(e.to_string()).into())
+            }
+        },
+        Err(failure) => {
+            // Its writes are dropped with the instance.
+            residence.instance = None;
+            Err(match failure {
+                EventFailure::Wall => {
+                    tracing::info!(%actor, "event cut at its wall");
+                    EventError::Wall
+                }
+                EventFailure::Trap(detail) => {
+                    tracing::info!(%actor, "event trapped: {detail}");
+                    EventError::Trapped
+                }
+            })
+        }
+    }
+}

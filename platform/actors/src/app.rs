@@ -1,0 +1,103 @@
+//! Apps, their active versions and values, as the node holds them.
+//!
+//! A version is immutable; activating one swaps one pointer, so every
+//! event sees one whole version (the one active when it starts).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use wasmkeep_core::{Access, AppId, ClassName};
+use wasmkeep_runtime::ActorComponent;
+
+use crate::storage_gate::EventHost;
+
+/// A class of a version: its access level and its component.
+pub struct Class {
+    pub name: ClassName,
+    pub access: Access,
+    pub component: Arc<ActorComponent<EventHost>>,
+}
+
+/// An active version of an app.
+pub struct Version {
+    pub number: i64,
+    pub classes: HashMap<String, Arc<Class>>,
+    pub required_values: Vec<String>,
+}
+
+impl Version {
+    pub fn class(&self, name: &str) -> Option<&Arc<Class>> {
+        self.classes.get(name)
+    }
+}
+
+/// One app of one tenant.
+pub struct App {
+    pub id: AppId,
+    pub tenant: String,
+    pub name: String,
+    active: RwLock<Option<Arc<Version>>>,
+    values: RwLock<Arc<BTreeMap<String, String>>>,
+}
+
+impl App {
+    pub(crate) fn new(id: AppId, tenant: &str, name: &str, values: BTreeMap<String, String>) -> Self {
+        Self {
+            id,
+            tenant: tenant.to_owned(),
+            name: name.to_owned(),
+            active: RwLock::new(None),
+            values: RwLock::new(Arc::new(values)),
+        }
+    }
+
+    /// The version events start on now.
+    pub fn active(&self) -> Option<Arc<Version>> {
+        self.active.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn activate(&self, version: Arc<Version>) {
+        *self.active.write().unwrap_or_else(|p| p.into_inner()) = Some(version);
+    }
+
+    /// The app's values now.
+    pub fn values(&self) -> Arc<BTreeMap<String, String>> {
+        self.values.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_value(&self, name: &str, value: &str) {
+        let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = (**values).clone();
+        next.insert(name.to_owned(), value.to_owned());
+        *values = Arc::new(next);
+    }
+}
+
+/// What a deploy gives the node: the classes with their components, and
+/// the values the app requires.
+#[derive(Debug, Clone)]
+pub struct VersionSpec {
+    pub classes: Vec<ClassSpec>,
+    pub required_values: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClassSpec {
+    pub name: ClassName,
+    pub access: Access,
+    pub wasm: Vec<u8>,
+}
+
+/// A version's manifest as the store keeps it (components by hash apart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredManifest {
+    pub classes: Vec<StoredClass>,
+    pub required_values: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredClass {
+    pub name: String,
+    pub access: String,
+}

@@ -1,0 +1,216 @@
+//! The actor runtime of a node: apps and their versions, mailboxes,
+//! admission, events, the storage gate and hibernation.
+
+mod actor;
+mod admission;
+mod app;
+mod event;
+mod mailbox;
+mod storage_gate;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use wasmkeep_core::{Access, AppId, ClassName, Limits, RawAddress};
+use wasmkeep_runtime::{EngineConfig, Runtime};
+use wasmkeep_scheduler::InstancePool;
+use wasmkeep_storage::Store;
+
+pub use app::{App, Class, ClassSpec, Version, VersionSpec};
+pub use event::EventError;
+pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
+pub use wasmkeep_runtime::{Request, Response};
+
+use app::{StoredClass, StoredManifest};
+use event::Event;
+use mailbox::{MailboxKey, Mailboxes};
+
+/// How a node is set up.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// The node's id, recorded as the owner of the actors it wakes.
+    pub id: String,
+    pub limits: Limits,
+    /// Where compiled components are cached; none to compile every time.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// A deploy that could not be made. One line, naming what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployFailure {
+    #[error("class {class}: {error}")]
+    Component { class: String, error: wasmkeep_runtime::DeployError },
+    #[error("class {0} is named twice")]
+    DuplicateClass(String),
+    #[error("store: {0}")]
+    Store(#[from] wasmkeep_storage::StoreError),
+    #[error("stored version {version}: {reason}")]
+    Corrupt { version: i64, reason: String },
+}
+
+/// What a deploy made active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deployed {
+    pub app: AppId,
+    pub version: i64,
+    /// False when the spec was the active version already.
+    pub new: bool,
+}
+
+/// One node's actor runtime. Cheap to clone.
+#[derive(Clone)]
+pub struct Node(Arc<NodeInner>);
+
+pub(crate) struct NodeInner {
+    pub id: String,
+    pub limits: Limits,
+    pub runtime: Runtime<EventHost>,
+    pub store: Arc<dyn Store>,
+    pub pool: InstancePool,
+    apps: RwLock<HashMap<AppId, Arc<App>>>,
+    pub mailboxes: Mailboxes,
+}
+
+impl NodeInner {
+    pub(crate) fn app(&self, id: AppId) -> Option<Arc<App>> {
+        self.apps.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+}
+
+impl Node {
+    pub fn new(config: NodeConfig, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        config.limits.validate()?;
+        let engine = EngineConfig { instances: config.limits.pool_instances, memory_bytes: config.limits.memory_bytes };
+        let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
+        Ok(Self(Arc::new(NodeInner {
+            id: config.id,
+            pool: InstancePool::new(config.limits.actor_instances() as usize),
+            mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
+            limits: config.limits,
+            runtime,
+            store,
+            apps: RwLock::new(HashMap::new()),
+        })))
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.0.limits
+    }
+
+    pub fn app(&self, id: AppId) -> Option<Arc<App>> {
+        self.0.app(id)
+    }
+
+    /// Actors holding a pool instance now.
+    pub fn resident_actors(&self) -> usize {
+        self.0.pool.in_use()
+    }
+
+    /// Actors with a task now (awake or about to hibernate).
+    pub fn awake_actors(&self) -> usize {
+        self.0.mailboxes.len()
+    }
+
+    /// Builds a version from `spec`, stores it and makes it active (unless
+    /// it is the active version already). Events that start after this
+    /// returns run on it.
+    pub async fn deploy(&self, tenant: &str, app_name: &str, spec: VersionSpec) -> Result<Deployed, DeployFailure> {
+        let inner = &self.0;
+        let mut seen = HashSet::new();
+        if let Some(dup) = spec.classes.iter().find(|c| !seen.insert(c.name.clone())) {
+            return Err(DeployFailure::DuplicateClass(dup.name.to_string()));
+        }
+        let mut classes = HashMap::new();
+        let mut hashes = BTreeMap::new();
+        for c in &spec.classes {
+            let component = inner
+                .runtime
+                .load_actor(&c.wasm)
+                .map_err(|error| DeployFailure::Component { class: c.name.to_string(), error })?;
+            inner.store.put_component(component.hash(), &c.wasm).await?;
+            hashes.insert(c.name.to_string(), component.hash().to_owned());
+            let class = Class { name: c.name.clone(), access: c.access, component: Arc::new(component) };
+            classes.insert(c.name.to_string(), Arc::new(class));
+        }
+        let manifest = StoredManifest {
+            classes: spec
+                .classes
+                .iter()
+                .map(|c| StoredClass { name: c.name.to_string(), access: c.access.as_str().to_owned() })
+                .collect(),
+            required_values: spec.required_values.clone(),
+        };
+        let manifest_json = serde_json::to_string(&manifest).expect("a manifest serializes");
+
+        let app_id = inner.store.ensure_app(tenant, app_name).await?;
+        let active = inner.store.active_version(app_id).await?;
+        let (number, new) = match active {
+            Some(v) if v.components == hashes && serde_json::from_str::<StoredManifest>(&v.manifest).ok() == Some(manifest) => {
+                (v.number, false)
+            }
+            _ => {
+                let n = inner.store.add_version(app_id, &manifest_json, &hashes).await?;
+                inner.store.activate(app_id, n).await?;
+                (n, true)
+            }
+        };
+        let app = self.app_entry(app_id, tenant, app_name).await?;
+        app.activate(Arc::new(Version { number, classes, required_values: spec.required_values }));
+        Ok(Deployed { app: app_id, version: number, new })
+    }
+
+    /// Loads the app's active version from the store, as a node does when
+    /// it starts. Answers `None` for an app with no active version.
+    pub async fn open_app(&self, tenant: &str, app_name: &str) -> Result<Option<AppId>, DeployFailure> {
+        let inner = &self.0;
+        let app_id = inner.store.ensure_app(tenant, app_name).await?;
+        let Some(stored) = inner.store.active_version(app_id).await? else { return Ok(None) };
+        let corrupt = |reason: String| DeployFailure::Corrupt { version: stored.number, reason };
+        let manifest: StoredManifest = serde_json::from_str(&stored.manifest).map_err(|e| corrupt(e.to_string()))?;
+        let mut classes = Vec::new();
+        for c in &manifest.classes {
+            let name = ClassName::parse(&c.name).map_err(|e| corrupt(e.to_string()))?;
+            let access = Access::parse(&c.access).ok_or_else(|| corrupt(format!("access {}", c.access)))?;
+            let hash = stored.components.get(&c.name).ok_or_else(|| corrupt(format!("no component for {}", c.name)))?;
+            let wasm = inner.store.component(hash).await?.ok_or_else(|| corrupt(format!("component {hash} missing")))?;
+            classes.push(ClassSpec { name, access, wasm });
+        }
+        self.deploy(tenant, app_name, VersionSpec { classes, required_values: manifest.required_values }).await?;
+        Ok(Some(app_id))
+    }
+
+    async fn app_entry(&self, id: AppId, tenant: &str, name: &str) -> Result<Arc<App>, DeployFailure> {
+        if let Some(app) = self.0.app(id) {
+            return Ok(app);
+        }
+        let values = self.0.store.values(id).await?;
+        let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
+        Ok(apps.entry(id).or_insert_with(|| Arc::new(App::new(id, tenant, name, values))).clone())
+    }
+
+    /// Sets one of the app's values, in the store and for the next events.
+    pub async fn set_value(&self, app: AppId, name: &str, value: &str) -> anyhow::Result<()> {
+        let entry = self.0.app(app).ok_or_else(|| anyhow::anyhow!("no app {app} on this node"))?;
+        self.0.store.set_value(app, name, value).await?;
+        entry.set_value(name, value);
+        Ok(())
+    }
+
+    /// Delivers a request event to the actor at `target` and waits for its
+    /// answer. `outside` is true for an HTTP client at `/actor/`.
+    pub async fn request(
+        &self,
+        app: AppId,
+        target: RawAddress,
+        outside: bool,
+        request: Request,
+    ) -> Result<Response, EventError> {
+        let (reply, answer) = oneshot::channel();
+        let event = Event { outside, request, arrived: Instant::now(), reply };
+        self.0.mailboxes.post(&self.0, MailboxKey { app, address: target }, event)?;
+        answer.await.unwrap_or(Err(EventError::ShuttingDown))
+    }
+}

@@ -1,0 +1,69 @@
+//! Mailboxes: one bounded queue and one task per awake actor.
+//!
+//! Events are posted under the map's lock, and a task retires (removes its
+//! entry and ends) under the same lock only when its queue is empty, so an
+//! event is never posted to a task that has ended.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use wasmkeep_core::{AppId, RawAddress, Refusal};
+
+use crate::NodeInner;
+use crate::event::Event;
+
+/// A mailbox's key: the app and the address as the caller gave it.
+/// Admission validates the address, in its own order, for every event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct MailboxKey {
+    pub app: AppId,
+    pub address: RawAddress,
+}
+
+pub(crate) struct Mailboxes {
+    map: Mutex<HashMap<MailboxKey, mpsc::Sender<Event>>>,
+    capacity: usize,
+}
+
+impl Mailboxes {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self { map: Mutex::new(HashMap::new()), capacity }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MailboxKey, mpsc::Sender<Event>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `event` for the actor, starting its task if it has none.
+    /// A full queue refuses the event (`callee overloaded`).
+    pub(crate) fn post(&self, node: &Arc<NodeInner>, key: MailboxKey, event: Event) -> Result<(), Refusal> {
+        let mut map = self.lock();
+        let tx = map.entry(key).or_insert_with_key(|key| {
+            let (tx, rx) = mpsc::channel(self.capacity);
+            tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
+            tx
+        });
+        tx.try_send(event).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Refusal::Overloaded,
+            // The task only ends after removing its entry; unreachable.
+            mpsc::error::TrySendError::Closed(_) => Refusal::Overloaded,
+        })
+    }
+
+    /// Removes the actor's entry if its queue is empty; answers whether the
+    /// task may end.
+    pub(crate) fn retire(&self, key: &MailboxKey, rx: &mpsc::Receiver<Event>) -> bool {
+        let mut map = self.lock();
+        if !rx.is_empty() {
+            return false;
+        }
+        map.remove(key);
+        true
+    }
+
+    /// Actors with a task now (awake, or about to hibernate).
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}

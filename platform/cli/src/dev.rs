@@ -1,0 +1,103 @@
+//! `wasmkeep dev`: build an app and serve it on one node with the
+//! embedded store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
+use wasmkeep_front::{AppRouting, PublicPort};
+use wasmkeep_storage::SqliteStore;
+
+use crate::manifest::{self, Component};
+use crate::{build, config};
+
+/// The tenant `wasmkeep dev` runs apps as.
+pub const DEV_TENANT: &str = "dev";
+
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// The app's directory, holding `wasmkeep.toml`.
+    #[arg(default_value = ".")]
+    pub app_dir: PathBuf,
+    /// Where the public port listens.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The node's data directory (store, compiled components).
+    /// Default: APP_DIR/.wasmkeep
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Sets an app value (repeatable).
+    #[arg(long = "value", value_name = "NAME=VALUE", value_parser = parse_value)]
+    pub values: Vec<(String, String)>,
+    /// A TOML file of limits overriding policies/limits.toml's defaults.
+    #[arg(long)]
+    pub limits: Option<PathBuf>,
+}
+
+fn parse_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
+}
+
+pub async fn run(args: DevArgs) -> Result<(), String> {
+    let manifest = manifest::load(&args.app_dir)?;
+    let limits = config::limits(args.limits.as_deref())?;
+
+    let mut classes = Vec::new();
+    let mut built: std::collections::BTreeMap<PathBuf, PathBuf> = std::collections::BTreeMap::new();
+    if manifest.classes.iter().any(|c| matches!(c.component, Component::Cargo(_))) {
+        build::ensure_target(&args.app_dir)?;
+    }
+    for class in &manifest.classes {
+        let path = match &class.component {
+            Component::Wasm(path) => path.clone(),
+            Component::Cargo(dir) => match built.get(dir) {
+                Some(path) => path.clone(),
+                None => {
+                    let path = build::cargo_component(dir)?;
+                    built.insert(dir.clone(), path.clone());
+                    path
+                }
+            },
+        };
+        let wasm = std::fs::read(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
+    }
+
+    let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));
+    std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
+    let store = SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
+    let node = Node::new(
+        NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")) },
+        Arc::new(store),
+    )
+    .map_err(|e| format!("starting the node: {e}"))?;
+
+    eprintln!("wasmkeep: deploying {}", manifest.name);
+    let deployed = node
+        .deploy(DEV_TENANT, &manifest.name, VersionSpec { classes, required_values: manifest.required_values.clone() })
+        .await
+        .map_err(|e| format!("deploying {}: {e}", manifest.name))?;
+    for (name, value) in &args.values {
+        node.set_value(deployed.app, name, value).await.map_err(|e| format!("setting value {name}: {e}"))?;
+    }
+
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("wasmkeep: serving {} (version {}) on http://{addr}", manifest.name, deployed.version);
+    for class in &manifest.classes {
+        eprintln!("  /actor/{}/<name>/  ({})", class.name, class.access.as_str());
+    }
+    let port = PublicPort { node, routing: AppRouting::Single(deployed.app) };
+    wasmkeep_front::serve(listener, port, async {
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("wasmkeep: stopping");
+    })
+    .await
+    .map_err(|e| format!("serving: {e}"))
+}
+

@@ -1,0 +1,47 @@
+//! The `wasmkeep` binary.
+
+mod build;
+mod config;
+mod dev;
+mod manifest;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// wasmkeep: stateful WebAssembly actors on WASI 0.2 components.
+#[derive(Debug, Parser)]
+#[command(name = "wasmkeep", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build an app and serve it on 127.0.0.1:8080 with the embedded store.
+    Dev(dev::DevArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("starting tokio");
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Dev(args) => dev::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wasmkeep: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The app manifest, `wasmkeep.toml`.
+//!
+//! ```toml
+//! name = "counter"
+//! values = ["GREETING"]        # values the app requires (optional)
+//!
+//! [classes.counter]
+//! access = "open"              # open | existing | internal
+//! component = "."              # a cargo project, or a .wasm file
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use wasmkeep_core::{Access, ClassName};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    name: String,
+    #[serde(default)]
+    values: Vec<String>,
+    #[serde(default)]
+    classes: BTreeMap<String, RawClass>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClass {
+    access: String,
+    component: String,
+}
+
+/// A checked manifest, paths resolved against the app's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub name: String,
+    pub required_values: Vec<String>,
+    pub classes: Vec<ClassEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassEntry {
+    pub name: ClassName,
+    pub access: Access,
+    pub component: Component,
+}
+
+/// Where a class's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Component {
+    /// A cargo project to build for `wasm32-wasip2`.
+    Cargo(PathBuf),
+    /// A component already built.
+    Wasm(PathBuf),
+}
+
+/// Reads and checks `APP_DIR/wasmkeep.toml`. Errors are one line naming
+/// the file and the field.
+pub fn load(app_dir: &Path) -> Result<Manifest, String> {
+    let file = app_dir.join("wasmkeep.toml");
+    let shown = file.display();
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    parse(&text, app_dir).map_err(|e| format!("{shown}: {e}"))
+}
+
+fn parse(text: &str, app_dir: &Path) -> Result<Manifest, String> {
+    let raw: RawManifest = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+        let msg = e.message().lines().next().unwrap_or_default().to_owned();
+        match line {
+            Some(l) => format!("line {l}: {msg}"),
+            None => msg,
+        }
+    })?;
+    if raw.name.trim().is_empty() {
+        return Err("name: must not be empty".into());
+    }
+    if raw.name.len() > 63 || !raw.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        return Err(format!("name: `{}` must be 1-63 of a-z, 0-9 and '-'", raw.name));
+    }
+    if raw.classes.is_empty() {
+        return Err("classes: the app has no class; add a [classes.<name>] table".into());
+    }
+    for (i, v) in raw.values.iter().enumerate() {
+        if v.is_empty() || v.chars().any(|c| c.is_control() || c == '=') {
+            return Err(format!("values[{i}]: `{v}` is not a value name"));
+        }
+    }
+    let mut classes = Vec::new();
+    for (name, c) in raw.classes {
+        let field = format!("classes.{name}");
+        let class = ClassName::parse(&name).map_err(|e| format!("{field}: {e}"))?;
+        let access = Access::parse(&c.access)
+            .ok_or_else(|| format!("{field}.access: `{}` is not one of open, existing, internal", c.access))?;
+        let path = app_dir.join(&c.component);
+        let component = if c.component.ends_with(".wasm") {
+            if !path.is_file() {
+                return Err(format!("{field}.component: no file {}", path.display()));
+            }
+            Component::Wasm(path)
+        } else if path.join("Cargo.toml").is_file() {
+            Component::Cargo(path)
+        } else {
+            return Err(format!("{field}.component: {} is neither a .wasm file nor a cargo project", path.display()));
+        };
+        classes.push(ClassEntry { name: class, access, component });
+    }
+    Ok(Manifest { name: raw.name, required_values: raw.values, classes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
+        std::fs::write(d.path().join("c.wasm"), b"").unwrap();
+        d
+    }
+
+    #[test]
+    fn reads_a_good_manifest() {
+        let d = dir();
+        let m = parse(
+            "name = \"shop\"\nvalues = [\"K\"]\n[classes.cart]\naccess = \"internal\"\ncomponent = \".\"\n[classes.x]\naccess = \"open\"\ncomponent = \"c.wasm\"\n",
+            d.path(),
+        )
+        .unwrap();
+        assert_eq!(m.name, "shop");
+        assert_eq!(m.required_values, ["K"]);
+        assert_eq!(m.classes[0].access, Access::Internal);
+        assert_eq!(m.classes[0].component, Component::Cargo(d.path().join(".")));
+        assert_eq!(m.classes[1].component, Component::Wasm(d.path().join("c.wasm")));
+    }
+
+    #[test]
+    fn errors_name_the_field_in_one_line() {
+        let d = dir();
+        let cases = [
+            ("name = \"a\"\n[classes.c]\naccess = \"public\"\ncomponent = \".\"\n", "classes.c.access: `public` is not one of open, existing, internal"),
+            ("name = \"a\"\n[classes.C]\naccess = \"open\"\ncomponent = \".\"\n", "classes.C: class name must start with a lowercase letter"),
+            ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"nowhere\"\n", "classes.c.component:"),
+            ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"x.wasm\"\n", "classes.c.component: no file"),
+            ("name = \"a\"\n", "classes: the app has no class"),
+            ("name = \"A B\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n", "name: `A B` must be"),
+            ("name = \"a\"\n[classes.c]\nacess = \"open\"\ncomponent = \".\"\n", "line 3: unknown field `acess`"),
+            ("nme = \"a\"\n", "line 1: unknown field `nme`"),
+            ("name = \"a\"\nvalues = [\"\"]\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n", "values[0]:"),
+            ("name = ", "line 1:"),
+        ];
+        for (text, want) in cases {
+            let err = parse(text, d.path()).unwrap_err();
+            assert!(err.starts_with(want), "{err:?} should start with {want:?}");
+            assert!(!err.contains('\n'), "{err:?} is one line");
+        }
+    }
+}

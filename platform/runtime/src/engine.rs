@@ -1,0 +1,80 @@
+//! The node's one wasmtime `Engine`: pooling allocator, epoch ticks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances. An event's wall is checked at each tick,
+/// and a guest that computes past a tick yields to other tasks, so one
+/// busy guest never holds a runtime thread for long.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// What the engine is sized for.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Component instances the pool holds (actors and front slots).
+    pub instances: u32,
+    /// A guest's linear memory limit.
+    pub memory_bytes: u64,
+}
+
+/// Core instances, memories and tables one component may take: a Rust
+/// component holds its module plus a few shim modules.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+const TABLES_PER_COMPONENT: u32 = 8;
+const MEMORIES_PER_COMPONENT: u32 = 2;
+
+pub(crate) fn build(cfg: &EngineConfig) -> wasmtime::Result<Engine> {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(cfg.instances)
+        .total_core_instances(cfg.instances * CORE_INSTANCES_PER_COMPONENT)
+        .total_memories(cfg.instances * MEMORIES_PER_COMPONENT)
+        .total_tables(cfg.instances * TABLES_PER_COMPONENT)
+        .total_stacks(cfg.instances)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
+        .max_tables_per_module(TABLES_PER_COMPONENT)
+        .max_memory_size(cfg.memory_bytes as usize)
+        // Keep the first pages of a reused memory mapped: waking an actor
+        // then costs little more than its dirtied pages.
+        .linear_memory_keep_resident(64 * 1024)
+        .table_keep_resident(16 * 1024);
+
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
+/// Advances the engine's epoch every [`TICK`] until dropped.
+pub(crate) struct Ticker {
+    stop: Arc<AtomicBool>,
+}
+
+impl Ticker {
+    pub(crate) fn start(engine: Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("wasmkeep-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch thread");
+        Self { stop }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,132 @@
+//! Requests and responses, as an actor sees and answers them.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::wit::actors as w;
+
+/// A request event: an HTTP request at `/actor/<class>/<name>/...` (the
+/// path is what follows the name) or a call from the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: String,
+    /// The path and query, starting with `/`.
+    pub uri: String,
+    /// Header names are lowercase.
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The path without its query.
+    pub fn path(&self) -> &str {
+        self.uri.split_once('?').map_or(&self.uri, |(p, _)| p)
+    }
+
+    /// The query, without `?`.
+    pub fn query(&self) -> Option<&str> {
+        self.uri.split_once('?').map(|(_, q)| q)
+    }
+
+    /// A query parameter's raw value (not percent-decoded).
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query()?.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (k == name).then_some(v)
+        })
+    }
+
+    /// The first value of a header, if it is UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
+    /// The body as text, if it is UTF-8.
+    pub fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.body).ok()
+    }
+
+    /// The body parsed as JSON.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.body)
+    }
+}
+
+impl From<w::Request> for Request {
+    fn from(r: w::Request) -> Self {
+        Self { method: r.method, uri: r.path, headers: r.headers, body: r.body }
+    }
+}
+
+impl From<Request> for w::Request {
+    fn from(r: Request) -> Self {
+        Self { method: r.method, path: r.uri, headers: r.headers, body: r.body }
+    }
+}
+
+/// A response: status, headers, body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// An empty response with `status`.
+    pub fn empty(status: u16) -> Self {
+        Self { status, headers: Vec::new(), body: Vec::new() }
+    }
+
+    /// A plain-text response.
+    pub fn text(status: u16, body: impl Into<String>) -> Self {
+        Self::empty(status).header("content-type", "text/plain; charset=utf-8").body(body.into().into_bytes())
+    }
+
+    /// A JSON response.
+    pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Self {
+        let body = serde_json::to_vec(value).expect("a value serializes as JSON");
+        Self::empty(status).header("content-type", "application/json").body(body)
+    }
+
+    /// `404` with a short text.
+    pub fn not_found() -> Self {
+        Self::text(404, "not found")
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.headers.push((name.to_ascii_lowercase(), value.as_ref().to_vec()));
+        self
+    }
+
+    /// Replaces the body.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// The body as text, if it is UTF-8.
+    pub fn text_body(&self) -> Option<&str> {
+        std::str::from_utf8(&self.body).ok()
+    }
+}
+
+impl From<Response> for w::Response {
+    fn from(r: Response) -> Self {
+        Self { status: r.status, headers: r.headers, body: r.body }
+    }
+}
+
+impl From<w::Response> for Response {
+    fn from(r: w::Response) -> Self {
+        Self { status: r.status, headers: r.headers, body: r.body }
+    }
+}

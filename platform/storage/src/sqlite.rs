@@ -1,0 +1,412 @@
+//! The embedded store: one SQLite file, WAL journal.
+//!
+//! `synchronous = NORMAL` in WAL mode: a commit is durable against the
+//! process dying (the answer never leaves before its commit), and the last
+//! commits may be lost to a power cut. See docs/adr/0004.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+use wasmkeep_core::{ActorKey, AppId};
+
+use crate::{ActorStore, AppStore, Epoch, StoreError, StoredVersion, Wake, WriteBatch};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS apps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL REFERENCES tenants(id),
+    name TEXT NOT NULL,
+    active INTEGER,
+    UNIQUE (tenant, name)
+);
+CREATE TABLE IF NOT EXISTS components (hash TEXT PRIMARY KEY, bytes BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS versions (
+    app INTEGER NOT NULL, number INTEGER NOT NULL, manifest TEXT NOT NULL,
+    PRIMARY KEY (app, number)
+);
+CREATE TABLE IF NOT EXISTS version_components (
+    app INTEGER NOT NULL, number INTEGER NOT NULL, role TEXT NOT NULL, hash TEXT NOT NULL,
+    PRIMARY KEY (app, number, role)
+);
+CREATE TABLE IF NOT EXISTS app_values (
+    app INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (app, name)
+);
+CREATE TABLE IF NOT EXISTS actors (
+    app INTEGER NOT NULL, class TEXT NOT NULL, name TEXT NOT NULL,
+    state TEXT NOT NULL, owner TEXT NOT NULL, epoch INTEGER NOT NULL,
+    PRIMARY KEY (app, class, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kv (
+    app INTEGER NOT NULL, class TEXT NOT NULL, name TEXT NOT NULL,
+    key TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (app, class, name, key)
+) WITHOUT ROWID;
+";
+
+/// The embedded store. Calls run inline: each is a few microseconds of
+/// SQLite work, cheaper than a hop to a blocking thread.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(Self { conn: Mutex::new(conn) })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (the
+        // transaction rolls back on drop), so a poisoned lock is usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn parts(a: &ActorKey) -> (i64, &str, &str) {
+    (a.app.0, a.address.class.as_str(), a.address.name.as_str())
+}
+
+/// Fails with `Fenced` unless `epoch` is the actor's current one.
+fn check_epoch(tx: &rusqlite::Transaction<'_>, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
+    let (app, class, name) = parts(actor);
+    let current: Option<i64> = tx
+        .prepare_cached("SELECT epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3 AND state = 'live'")?
+        .query_row(params![app, class, name], |r| r.get(0))
+        .optional()?;
+    if current == Some(epoch.0) { Ok(()) } else { Err(StoreError::Fenced) }
+}
+
+#[async_trait]
+impl ActorStore for SqliteStore {
+    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
+        let (app, class, name) = parts(actor);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let row: Option<(String, i64)> = tx
+            .prepare_cached("SELECT state, epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
+            .query_row(params![app, class, name], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let (epoch, created) = match row {
+            Some((state, epoch)) if state == "live" => (epoch + 1, false),
+            Some((_, epoch)) if create => (epoch + 1, true),
+            None if create => (1, true),
+            _ => return Ok(Wake::Missing),
+        };
+        tx.prepare_cached(
+            "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
+             ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
+        )?
+        .execute(params![app, class, name, node, epoch])?;
+        tx.commit()?;
+        Ok(Wake::Owned { epoch: Epoch(epoch), created })
+    }
+
+    async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let (app, class, name) = parts(actor);
+        let conn = self.conn();
+        let v = conn
+            .prepare_cached("SELECT value FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key = ?4")?
+            .query_row(params![app, class, name, key], |r| r.get(0))
+            .optional()?;
+        Ok(v)
+    }
+
+    async fn list(
+        &self,
+        actor: &ActorKey,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let (app, class, name) = parts(actor);
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT key, value FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key >= ?4 AND key > ?5
+             ORDER BY key LIMIT ?6",
+        )?;
+        // Keys are sorted, so the first key past the prefix ends the page.
+        let rows = stmt.query_map(params![app, class, name, prefix, after.unwrap_or(""), limit as i64], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (k, v) = row?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k, v));
+        }
+        Ok(out)
+    }
+
+    async fn commit(&self, actor: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<(), StoreError> {
+        let (app, class, name) = parts(actor);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        check_epoch(&tx, actor, epoch)?;
+        if batch.clear {
+            tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
+                .execute(params![app, class, name])?;
+        }
+        for (key, value) in &batch.writes {
+            match value {
+                Some(v) => tx
+                    .prepare_cached(
+                        "INSERT INTO kv (app, class, name, key, value) VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (app, class, name, key) DO UPDATE SET value = ?5",
+                    )?
+                    .execute(params![app, class, name, key, v])?,
+                None => tx
+                    .prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key = ?4")?
+                    .execute(params![app, class, name, key])?,
+            };
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
+        let (app, class, name) = parts(actor);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        check_epoch(&tx, actor, epoch)?;
+        tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
+            .execute(params![app, class, name])?;
+        tx.prepare_cached("UPDATE actors SET state = 'deleted' WHERE app = ?1 AND class = ?2 AND name = ?3")?
+            .execute(params![app, class, name])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AppStore for SqliteStore {
+    async fn ensure_app(&self, tenant: &str, name: &str) -> Result<AppId, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("INSERT INTO tenants (id) VALUES (?1) ON CONFLICT DO NOTHING", params![tenant])?;
+        tx.execute("INSERT INTO apps (tenant, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING", params![tenant, name])?;
+        let id = tx.query_row("SELECT id FROM apps WHERE tenant = ?1 AND name = ?2", params![tenant, name], |r| r.get(0))?;
+        tx.commit()?;
+        Ok(AppId(id))
+    }
+
+    async fn put_component(&self, hash: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.conn()
+            .execute("INSERT INTO components (hash, bytes) VALUES (?1, ?2) ON CONFLICT DO NOTHING", params![hash, bytes])?;
+        Ok(())
+    }
+
+    async fn component(&self, hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row("SELECT bytes FROM components WHERE hash = ?1", params![hash], |r| r.get(0))
+            .optional()?)
+    }
+
+    async fn add_version(
+        &self,
+        app: AppId,
+        manifest: &str,
+        components: &BTreeMap<String, String>,
+    ) -> Result<i64, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let number: i64 =
+            tx.query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE app = ?1", params![app.0], |r| r.get(0))?;
+        tx.execute("INSERT INTO versions (app, number, manifest) VALUES (?1, ?2, ?3)", params![app.0, number, manifest])?;
+        for (role, hash) in components {
+            tx.execute(
+                "INSERT INTO version_components (app, number, role, hash) VALUES (?1, ?2, ?3, ?4)",
+                params![app.0, number, role, hash],
+            )?;
+        }
+        tx.commit()?;
+        Ok(number)
+    }
+
+    async fn activate(&self, app: AppId, version: i64) -> Result<(), StoreError> {
+        let n = self.conn().execute(
+            "UPDATE apps SET active = ?2 WHERE id = ?1 AND EXISTS (SELECT 1 FROM versions WHERE app = ?1 AND number = ?2)",
+            params![app.0, version],
+        )?;
+        if n == 1 { Ok(()) } else { Err(StoreError::Backend(format!("app {app} has no version {version}"))) }
+    }
+
+    async fn active_version(&self, app: AppId) -> Result<Option<StoredVersion>, StoreError> {
+        let conn = self.conn();
+        let row: Option<(i64, String)> = conn
+            .query_row(
+                "SELECT v.number, v.manifest FROM apps a JOIN versions v ON v.app = a.id AND v.number = a.active
+                 WHERE a.id = ?1",
+                params![app.0],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((number, manifest)) = row else { return Ok(None) };
+        let mut stmt = conn.prepare("SELECT role, hash FROM version_components WHERE app = ?1 AND number = ?2")?;
+        let components = stmt
+            .query_map(params![app.0, number], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<BTreeMap<String, String>, _>>()?;
+        Ok(Some(StoredVersion { number, manifest, components }))
+    }
+
+    async fn set_value(&self, app: AppId, name: &str, value: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO app_values (app, name, value) VALUES (?1, ?2, ?3) ON CONFLICT (app, name) DO UPDATE SET value = ?3",
+            params![app.0, name, value],
+        )?;
+        Ok(())
+    }
+
+    async fn values(&self, app: AppId) -> Result<BTreeMap<String, String>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT name, value FROM app_values WHERE app = ?1")?;
+        let values = stmt
+            .query_map(params![app.0], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<BTreeMap<String, String>, _>>()?;
+        Ok(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wasmkeep_core::Address;
+
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(&dir.path().join("store.db")).unwrap();
+        (dir, s)
+    }
+
+    fn key(name: &str) -> ActorKey {
+        ActorKey { app: AppId(1), address: Address::parse(&format!("counter/{name}")).unwrap() }
+    }
+
+    fn block<F: std::future::Future>(f: F) -> F::Output {
+        // The SQLite store never suspends: polling once completes it.
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the SQLite store suspended"),
+        }
+    }
+
+    fn batch(pairs: &[(&str, Option<&[u8]>)]) -> WriteBatch {
+        WriteBatch { clear: false, writes: pairs.iter().map(|(k, v)| (k.to_string(), v.map(|v| v.to_vec()))).collect() }
+    }
+
+    #[test]
+    fn wake_creates_only_when_asked_and_bumps_the_epoch() {
+        let (_d, s) = store();
+        let a = key("x");
+        assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
+        assert_eq!(block(s.wake(&a, true, "n1")).unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
+        assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Owned { epoch: Epoch(2), created: false });
+    }
+
+    #[test]
+    fn commits_are_fenced_by_epoch() {
+        let (_d, s) = store();
+        let a = key("x");
+        let Wake::Owned { epoch: old, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        let Wake::Owned { epoch: new, .. } = block(s.wake(&a, false, "n2")).unwrap() else { panic!() };
+        assert_eq!(block(s.commit(&a, old, &batch(&[("k", Some(b"1"))]))), Err(StoreError::Fenced));
+        assert_eq!(block(s.get(&a, "k")).unwrap(), None);
+        block(s.commit(&a, new, &batch(&[("k", Some(b"2"))]))).unwrap();
+        assert_eq!(block(s.get(&a, "k")).unwrap(), Some(b"2".to_vec()));
+        // A missing actor has no epoch to commit under.
+        assert_eq!(block(s.commit(&key("never"), Epoch(1), &batch(&[("k", None)]))), Err(StoreError::Fenced));
+    }
+
+    #[test]
+    fn batches_set_delete_and_clear() {
+        let (_d, s) = store();
+        let a = key("x");
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        block(s.commit(&a, epoch, &batch(&[("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]))).unwrap();
+        block(s.commit(&a, epoch, &batch(&[("b", None), ("c", Some(b"33"))]))).unwrap();
+        let all = block(s.list(&a, "", None, 100)).unwrap();
+        assert_eq!(all, vec![("a".to_string(), b"1".to_vec()), ("c".to_string(), b"33".to_vec())]);
+        let mut clear = batch(&[("z", Some(b"9"))]);
+        clear.clear = true;
+        block(s.commit(&a, epoch, &clear)).unwrap();
+        assert_eq!(block(s.list(&a, "", None, 100)).unwrap(), vec![("z".to_string(), b"9".to_vec())]);
+    }
+
+    #[test]
+    fn list_by_prefix_with_cursor_and_isolation() {
+        let (_d, s) = store();
+        let a = key("x");
+        let b = key("y");
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        let Wake::Owned { epoch: eb, .. } = block(s.wake(&b, true, "n1")).unwrap() else { panic!() };
+        block(s.commit(&a, epoch, &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))])))
+            .unwrap();
+        block(s.commit(&b, eb, &batch(&[("p/0", Some(b""))]))).unwrap();
+        let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(keys(block(s.list(&a, "p/", None, 2)).unwrap()), ["p/1", "p/2"]);
+        assert_eq!(keys(block(s.list(&a, "p/", Some("p/2"), 2)).unwrap()), ["p/3"]);
+        assert_eq!(keys(block(s.list(&a, "p/", Some("p/3"), 2)).unwrap()), Vec::<String>::new());
+        assert_eq!(keys(block(s.list(&b, "", None, 10)).unwrap()), ["p/0"]);
+    }
+
+    #[test]
+    fn deletion_is_a_state_and_fences_the_old_epoch() {
+        let (_d, s) = store();
+        let a = key("x");
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))).unwrap();
+        block(s.delete_actor(&a, epoch)).unwrap();
+        assert_eq!(block(s.get(&a, "k")).unwrap(), None);
+        assert_eq!(block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))), Err(StoreError::Fenced));
+        assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
+        // Brought back, it starts empty under a newer epoch.
+        let Wake::Owned { epoch: e2, created } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        assert!(created && e2 > epoch);
+        assert_eq!(block(s.list(&a, "", None, 10)).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn apps_versions_values_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let app;
+        {
+            let s = SqliteStore::open(&path).unwrap();
+            app = block(s.ensure_app("dev", "counter")).unwrap();
+            assert_eq!(block(s.ensure_app("dev", "counter")).unwrap(), app);
+            assert_ne!(block(s.ensure_app("other", "counter")).unwrap(), app);
+            block(s.put_component("h1", b"wasm")).unwrap();
+            let comps = BTreeMap::from([("counter".to_string(), "h1".to_string())]);
+            let v = block(s.add_version(app, "{}", &comps)).unwrap();
+            assert_eq!(v, 1);
+            assert_eq!(block(s.active_version(app)).unwrap(), None);
+            block(s.activate(app, v)).unwrap();
+            assert!(block(s.activate(app, 7)).is_err());
+            block(s.set_value(app, "A", "1")).unwrap();
+            block(s.set_value(app, "A", "2")).unwrap();
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        let v = block(s.active_version(app)).unwrap().unwrap();
+        assert_eq!(v.number, 1);
+        assert_eq!(v.components["counter"], "h1");
+        assert_eq!(block(s.component("h1")).unwrap().unwrap(), b"wasm");
+        assert_eq!(block(s.values(app)).unwrap()["A"], "2");
+    }
+}

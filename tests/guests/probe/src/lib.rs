@@ -1,0 +1,128 @@
+//! The test actor. Each path is one behaviour; see `tests/`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use wasmkeep_sdk::{Actor, Request, Response, storage, values};
+
+/// Events this instance has run: lost at hibernation, unlike storage.
+#[derive(Default)]
+struct Probe {
+    events: u64,
+}
+
+fn now_us() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros()
+}
+
+fn param<'a>(req: &'a Request, name: &str) -> &'a str {
+    req.query_param(name).unwrap_or("")
+}
+
+fn count() -> u64 {
+    storage::get_json("count").unwrap().unwrap_or(0)
+}
+
+impl Actor for Probe {
+    fn on_request(&mut self, req: Request) -> Response {
+        self.events += 1;
+        match (req.method(), req.path()) {
+            ("GET", "/count") => {
+                let n = count() + 1;
+                storage::set_json("count", &n).unwrap();
+                Response::json(200, &json!({ "count": n, "events": self.events }))
+            }
+            ("GET", "/peek") => Response::json(200, &json!({ "count": count(), "events": self.events })),
+            ("GET", "/trap-after-write") => {
+                storage::set_json("count", &(count() + 100)).unwrap();
+                panic!("the probe traps on purpose");
+            }
+            ("GET", "/loop") => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            ("GET", "/membomb") => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            ("GET", "/interval") => {
+                // Records when this event ran, under a key of its own.
+                let start = now_us();
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(20)));
+                let end = now_us();
+                storage::set(&format!("iv/{start:040}"), format!("{start}-{end}")).unwrap();
+                Response::text(200, "ok")
+            }
+            ("GET", "/intervals") => {
+                let all = storage::list_all("iv/").unwrap();
+                let ivs: Vec<String> = all.into_iter().map(|(_, v)| String::from_utf8(v).unwrap()).collect();
+                Response::json(200, &ivs)
+            }
+            ("GET", "/append") => {
+                let mut log: Vec<String> = storage::get_json("log").unwrap().unwrap_or_default();
+                log.push(param(&req, "seq").to_owned());
+                storage::set_json("log", &log).unwrap();
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
+                Response::json(200, &log)
+            }
+            ("GET", "/log") => Response::json(200, &storage::get_json::<Vec<String>>("log").unwrap().unwrap_or_default()),
+            ("GET", "/headers") => {
+                let names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_str()).collect();
+                Response::json(200, &names)
+            }
+            ("GET", "/value") => match values::get(param(&req, "name")) {
+                Some(v) => Response::text(200, v),
+                None => Response::text(404, "no such value"),
+            },
+            ("GET", "/address") => Response::text(200, wasmkeep_sdk::address()),
+            ("GET", "/echo") | ("POST", "/echo") => Response::json(
+                200,
+                &json!({ "method": req.method(), "uri": req.uri, "body_len": req.body.len() }),
+            ),
+            ("PUT", "/kv") => match storage::set(param(&req, "key"), &req.body) {
+                Ok(()) => Response::empty(204),
+                Err(e) => Response::text(400, e.to_string()),
+            },
+            ("GET", "/kv") => match storage::get(param(&req, "key")) {
+                Ok(Some(v)) => Response::empty(200).body(v),
+                Ok(None) => Response::text(404, "no such key"),
+                Err(e) => Response::text(400, e.to_string()),
+            },
+            ("DELETE", "/kv") => {
+                storage::delete(param(&req, "key")).unwrap();
+                Response::empty(204)
+            }
+            ("GET", "/list") => {
+                let cursor = req.query_param("cursor");
+                let page = storage::list(param(&req, "prefix"), cursor, param(&req, "limit").parse().unwrap_or(0)).unwrap();
+                let keys: Vec<&str> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
+                Response::json(200, &json!({ "keys": keys, "cursor": page.cursor }))
+            }
+            ("POST", "/fill") => {
+                // Writes n keys `k/0000`.. in one event.
+                let n: u32 = param(&req, "n").parse().unwrap_or(0);
+                for i in 0..n {
+                    storage::set(&format!("k/{i:04}"), i.to_string()).unwrap();
+                }
+                Response::empty(204)
+            }
+            ("POST", "/clear") => {
+                storage::delete_all().unwrap();
+                Response::empty(204)
+            }
+            ("DELETE", "/") => {
+                wasmkeep_sdk::delete_self();
+                Response::empty(204)
+            }
+            ("GET", "/status") => Response::empty(param(&req, "code").parse().unwrap_or(200)),
+            _ => Response::not_found(),
+        }
+    }
+}
+
+wasmkeep_sdk::actor!(Probe);

@@ -1,0 +1,163 @@
+//! What the cross-crate tests share: the guest components (built once per
+//! test run), a node on a real port with a real SQLite store, and a real
+//! HTTP client.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
+use wasmkeep_core::{Access, AppId, ClassName, Limits};
+use wasmkeep_front::{AppRouting, PublicPort};
+use wasmkeep_storage::SqliteStore;
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The guest components under `tests/guests`, built for `wasm32-wasip2`
+/// once per test process (cargo makes a second process wait and reuse).
+pub struct Guests {
+    pub probe: Vec<u8>,
+    pub uses_calls: Vec<u8>,
+}
+
+pub fn guests() -> &'static Guests {
+    static GUESTS: OnceLock<Guests> = OnceLock::new();
+    GUESTS.get_or_init(|| {
+        let dir = repo().join("tests/guests");
+        let target = dir.join("target");
+        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("running cargo for the guests");
+        assert!(status.success(), "building tests/guests failed");
+        let read = |name: &str| {
+            let path = target.join("wasm32-wasip2/release").join(format!("{name}.wasm"));
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        };
+        Guests { probe: read("probe"), uses_calls: read("uses_calls") }
+    })
+}
+
+/// Where compiled components are cached across tests and runs.
+pub fn cache_dir() -> PathBuf {
+    repo().join("target/wasmkeep-test-cache")
+}
+
+/// Limits small enough for tests to reach.
+pub fn test_limits() -> Limits {
+    Limits { pool_instances: 40, front_slots: 4, ..Limits::default() }
+}
+
+/// A class to deploy: name, access, component bytes.
+pub fn class(name: &str, access: Access, wasm: &[u8]) -> ClassSpec {
+    ClassSpec { name: ClassName::parse(name).unwrap(), access, wasm: wasm.to_vec() }
+}
+
+/// The probe under the three access levels, as classes `open`, `existing`
+/// and `internal`.
+pub fn probe_classes() -> Vec<ClassSpec> {
+    let probe = &guests().probe;
+    vec![class("open", Access::Open, probe), class("existing", Access::Existing, probe), class("internal", Access::Internal, probe)]
+}
+
+/// A node serving one app on a real port, its store in a directory of its
+/// own (kept for a restart with [`TestNode::restart`]).
+pub struct TestNode {
+    pub node: Node,
+    pub app: AppId,
+    pub url: String,
+    pub client: reqwest::Client,
+    pub data: Arc<tempfile::TempDir>,
+    limits: Limits,
+    stop: Option<oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestNode {
+    pub async fn start(limits: Limits, spec: VersionSpec) -> Self {
+        Self::start_in(Arc::new(tempfile::tempdir().unwrap()), limits, spec).await
+    }
+
+    async fn start_in(data: Arc<tempfile::TempDir>, limits: Limits, spec: VersionSpec) -> Self {
+        let store = SqliteStore::open(&data.path().join("store.db")).unwrap();
+        let config = NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()) };
+        let node = Node::new(config, Arc::new(store)).unwrap();
+        let app = node.deploy("t", "app", spec).await.unwrap().app;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel();
+        let port = PublicPort { node: node.clone(), routing: AppRouting::Single(app) };
+        let served = tokio::spawn(async move {
+            wasmkeep_front::serve(listener, port, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Self { node, app, url, client: reqwest::Client::new(), data, limits, stop: Some(stop), served: Some(served) }
+    }
+
+    /// Stops this node and starts a new one on the same data directory.
+    pub async fn restart(mut self, spec: VersionSpec) -> Self {
+        self.shutdown().await;
+        Self::start_in(self.data.clone(), self.limits.clone(), spec).await
+    }
+
+    async fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            let _ = served.await;
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(self.client.get(format!("{}{path}", self.url))).await
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let r = request.timeout(Duration::from_secs(60)).send().await.expect("the node answers");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.text().await.unwrap();
+        Answer { status, headers, body }
+    }
+}
+
+/// An HTTP answer, read whole.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Waits until `cond` holds, checking every 10 ms, for at most `limit`.
+pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cond()
+}
