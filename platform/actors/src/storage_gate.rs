@@ -186,3 +186,100 @@ impl ActorHost for EventHost {
         self.deleted = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use wasmkeep_core::{Address, AppId};
+    use wasmkeep_storage::{ActorStore, SqliteStore, Wake};
+
+    use super::*;
+
+    async fn host_with(stored: &[&str]) -> (tempfile::TempDir, EventHost) {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+        let key = ActorKey { app: AppId(1), address: Address::parse("c/a").unwrap() };
+        let Wake::Owned { epoch, .. } = store.wake(&key, true, "n").await.unwrap() else { panic!() };
+        let batch = WriteBatch { clear: false, writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect() };
+        store.commit(&key, epoch, &batch).await.unwrap();
+        let mut host = EventHost::new(store, key, epoch, &Limits::default());
+        host.begin(epoch, Arc::default());
+        (dir, host)
+    }
+
+    async fn pages(host: &mut EventHost, prefix: &str, limit: u32) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        for _ in 0..100 {
+            let page = host.storage_list(prefix.into(), cursor, limit).await.unwrap();
+            out.push(page.entries.into_iter().map(|(k, _)| k).collect());
+            match page.cursor {
+                Some(c) => cursor = Some(c),
+                None => return out,
+            }
+        }
+        panic!("listing did not end")
+    }
+
+    #[tokio::test]
+    async fn reads_see_pending_writes_deletes_and_clears() {
+        let (_d, mut h) = host_with(&["a", "b"]).await;
+        assert_eq!(h.storage_get("a".into()).await.unwrap(), Some(b"a".to_vec()));
+        h.storage_set("a".into(), b"new".to_vec()).unwrap();
+        h.storage_delete("b".into()).unwrap();
+        assert_eq!(h.storage_get("a".into()).await.unwrap(), Some(b"new".to_vec()));
+        assert_eq!(h.storage_get("b".into()).await.unwrap(), None);
+        h.storage_delete_all().unwrap();
+        assert_eq!(h.storage_get("a".into()).await.unwrap(), None);
+        h.storage_set("c".into(), b"c".to_vec()).unwrap();
+        assert_eq!(pages(&mut h, "", 0).await, vec![vec!["c"]]);
+    }
+
+    #[tokio::test]
+    async fn listing_merges_pending_writes_page_by_page() {
+        let (_d, mut h) = host_with(&["a/1", "a/2", "a/3", "a/4", "a/5", "b/1"]).await;
+        h.storage_set("a/3".into(), b"x".to_vec()).unwrap();
+        h.storage_set("a/6".into(), b"x".to_vec()).unwrap();
+        h.storage_set("a/0".into(), b"x".to_vec()).unwrap();
+        h.storage_delete("a/2".into()).unwrap();
+        h.storage_delete("a/4".into()).unwrap();
+        assert_eq!(pages(&mut h, "a/", 2).await, vec![vec!["a/0", "a/1"], vec!["a/3", "a/5"], vec!["a/6"]]);
+        assert_eq!(pages(&mut h, "a/", 0).await, vec![vec!["a/0", "a/1", "a/3", "a/5", "a/6"]]);
+        assert_eq!(pages(&mut h, "b/", 1).await, vec![vec!["b/1"]]);
+        // A cursor below the prefix starts at the prefix.
+        let page = h.storage_list("b/".into(), Some("a".into()), 10).await.unwrap();
+        assert_eq!(page.entries.len(), 1);
+        // Deletes that hide a full page still leave the rest reachable.
+        for k in ["a/0", "a/1", "a/3", "a/5"] {
+            h.storage_delete(k.into()).unwrap();
+        }
+        let all: Vec<String> = pages(&mut h, "a/", 1).await.into_iter().flatten().collect();
+        assert_eq!(all, ["a/6"]);
+    }
+
+    #[tokio::test]
+    async fn listing_caps_its_page() {
+        let keys: Vec<String> = (0..1005).map(|i| format!("k{i:05}")).collect();
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let (_d, mut h) = host_with(&refs).await;
+        let page = h.storage_list("".into(), None, 5000).await.unwrap();
+        assert_eq!(page.entries.len(), LIST_LIMIT_MAX as usize);
+        assert_eq!(page.cursor.as_deref(), Some("k00999"));
+        let page = h.storage_list("".into(), page.cursor, 0).await.unwrap();
+        assert_eq!((page.entries.len(), page.cursor), (5, None));
+    }
+
+    #[tokio::test]
+    async fn finish_commits_or_deletes() {
+        let (_d, mut h) = host_with(&["a"]).await;
+        h.storage_set("b".into(), b"b".to_vec()).unwrap();
+        assert_eq!(h.finish().await.unwrap(), Outcome::Kept);
+        let epoch = h.epoch;
+        h.begin(epoch, Arc::default());
+        assert_eq!(pages(&mut h, "", 0).await, vec![vec!["a", "b"]]);
+        h.storage_set("c".into(), b"c".to_vec()).unwrap();
+        h.delete_self();
+        assert_eq!(h.finish().await.unwrap(), Outcome::Deleted);
+        h.begin(epoch, Arc::default());
+        assert_eq!(pages(&mut h, "", 0).await, vec![Vec::<String>::new()]);
+    }
+}

@@ -32,11 +32,12 @@ impl Request {
         self.uri.split_once('?').map(|(_, q)| q)
     }
 
-    /// A query parameter's raw value (not percent-decoded).
-    pub fn query_param(&self, name: &str) -> Option<&str> {
+    /// A query parameter's value, percent-decoded (`None` if absent or
+    /// not UTF-8 once decoded).
+    pub fn query_param(&self, name: &str) -> Option<String> {
         self.query()?.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (k == name).then_some(v)
+            (percent_decode(k).as_deref() == Some(name)).then(|| percent_decode(v)).flatten()
         })
     }
 
@@ -128,5 +129,49 @@ impl From<Response> for w::Response {
 impl From<w::Response> for Response {
     fn from(r: w::Response) -> Self {
         Self { status: r.status, headers: r.headers, body: r.body }
+    }
+}
+
+/// Decodes `%XX` escapes; `None` if the result is not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(uri: &str) -> Request {
+        Request { method: "GET".into(), uri: uri.into(), headers: vec![], body: vec![] }
+    }
+
+    #[test]
+    fn query_params_are_decoded() {
+        let r = req("/p?a=1&b=x%2Fy%20z&c&%64=4&bad=%FF");
+        assert_eq!(r.path(), "/p");
+        assert_eq!(r.query_param("a").as_deref(), Some("1"));
+        assert_eq!(r.query_param("b").as_deref(), Some("x/y z"));
+        assert_eq!(r.query_param("c").as_deref(), Some(""));
+        assert_eq!(r.query_param("d").as_deref(), Some("4"));
+        assert_eq!(r.query_param("bad"), None);
+        assert_eq!(r.query_param("zz"), None);
+        assert_eq!(req("/p").query_param("a"), None);
+        assert_eq!(percent_decode("100%"), Some("100%".into()));
     }
 }

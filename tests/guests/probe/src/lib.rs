@@ -15,8 +15,8 @@ fn now_us() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros()
 }
 
-fn param<'a>(req: &'a Request, name: &str) -> &'a str {
-    req.query_param(name).unwrap_or("")
+fn param(req: &Request, name: &str) -> String {
+    req.query_param(name).unwrap_or_default()
 }
 
 fn count() -> u64 {
@@ -65,7 +65,7 @@ impl Actor for Probe {
             }
             ("GET", "/append") => {
                 let mut log: Vec<String> = storage::get_json("log").unwrap().unwrap_or_default();
-                log.push(param(&req, "seq").to_owned());
+                log.push(param(&req, "seq"));
                 storage::set_json("log", &log).unwrap();
                 std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
                 Response::json(200, &log)
@@ -75,7 +75,7 @@ impl Actor for Probe {
                 let names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_str()).collect();
                 Response::json(200, &names)
             }
-            ("GET", "/value") => match values::get(param(&req, "name")) {
+            ("GET", "/value") => match values::get(&param(&req, "name")) {
                 Some(v) => Response::text(200, v),
                 None => Response::text(404, "no such value"),
             },
@@ -84,22 +84,22 @@ impl Actor for Probe {
                 200,
                 &json!({ "method": req.method(), "uri": req.uri, "body_len": req.body.len() }),
             ),
-            ("PUT", "/kv") => match storage::set(param(&req, "key"), &req.body) {
+            ("PUT", "/kv") => match storage::set(&param(&req, "key"), &req.body) {
                 Ok(()) => Response::empty(204),
                 Err(e) => Response::text(400, e.to_string()),
             },
-            ("GET", "/kv") => match storage::get(param(&req, "key")) {
+            ("GET", "/kv") => match storage::get(&param(&req, "key")) {
                 Ok(Some(v)) => Response::empty(200).body(v),
                 Ok(None) => Response::text(404, "no such key"),
                 Err(e) => Response::text(400, e.to_string()),
             },
             ("DELETE", "/kv") => {
-                storage::delete(param(&req, "key")).unwrap();
+                storage::delete(&param(&req, "key")).unwrap();
                 Response::empty(204)
             }
             ("GET", "/list") => {
                 let cursor = req.query_param("cursor");
-                let page = storage::list(param(&req, "prefix"), cursor, param(&req, "limit").parse().unwrap_or(0)).unwrap();
+                let page = storage::list(&param(&req, "prefix"), cursor.as_deref(), param(&req, "limit").parse().unwrap_or(0)).unwrap();
                 let keys: Vec<&str> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
                 Response::json(200, &json!({ "keys": keys, "cursor": page.cursor }))
             }

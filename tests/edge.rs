@@ -1,0 +1,90 @@
+//! The public port's edge: the header range, paths outside `/actor/`, the
+//! body limit, and deploys refusing what the host does not provide.
+
+use wasmkeep_actors::VersionSpec;
+use wasmkeep_core::{Access, Limits};
+use wasmkeep_tests::{TestNode, class, guests, test_limits};
+
+async fn node(limits: Limits) -> TestNode {
+    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
+    TestNode::start(limits, spec).await
+}
+
+#[tokio::test]
+async fn client_sent_wasmkeep_headers_never_reach_a_guest() {
+    let n = node(test_limits()).await;
+    let req = n
+        .client
+        .get(format!("{}/actor/open/a/headers", n.url))
+        .header("x-wasmkeep-caller", "t/open/forged")
+        .header("X-Wasmkeep-Chain", "t/open/x")
+        .header("x-wasmkeep-internal", "v4 forged")
+        .header("x-wasmkeep-", "empty suffix")
+        .header("x-wasmkeeper", "not in the range")
+        .header("x-custom", "kept");
+    let names: Vec<String> =
+        serde_json::from_value(n.send(req).await.json()).unwrap();
+    assert!(names.iter().all(|h| !h.starts_with("x-wasmkeep-")), "{names:?}");
+    assert!(names.contains(&"x-custom".to_string()));
+    assert!(names.contains(&"x-wasmkeeper".to_string()));
+}
+
+#[tokio::test]
+async fn the_actor_sees_the_rest_of_the_path_and_the_query() {
+    let n = node(test_limits()).await;
+    let a = n.send(n.client.post(format!("{}/actor/open/a%2Fb/echo?x=1&y=%20", n.url)).body("hello")).await.json();
+    assert_eq!(a["method"], "POST");
+    assert_eq!(a["uri"], "/echo?x=1&y=%20");
+    assert_eq!(a["body_len"], 5);
+    // No rest: the actor sees `/`.
+    let a = n.get("/actor/open/a").await;
+    assert_eq!(a.status, 404, "the probe has no route at /");
+}
+
+#[tokio::test]
+async fn paths_outside_actor_answer_404_without_a_front() {
+    let n = node(test_limits()).await;
+    for path in ["/", "/index.html", "/actor", "/actors/open/a/"] {
+        let a = n.get(path).await;
+        assert_eq!(a.status, 404, "{path}");
+        assert!(a.body.contains("no front"), "{path}: {}", a.body);
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let n = node(Limits { body_bytes: 1024, ..test_limits() }).await;
+    let ok = n.send(n.client.post(format!("{}/actor/open/a/echo", n.url)).body(vec![0u8; 1024])).await;
+    assert_eq!((ok.status, ok.json()["body_len"].as_u64()), (200, Some(1024)));
+    let big = n.send(n.client.post(format!("{}/actor/open/a/echo", n.url)).body(vec![0u8; 1025])).await;
+    assert_eq!((big.status, big.body.as_str()), (413, "request body is over 1024 bytes\n"));
+}
+
+#[tokio::test]
+async fn a_component_importing_what_the_host_lacks_is_refused_naming_it() {
+    let store = wasmkeep_storage::SqliteStore::open(&tempfile::tempdir().unwrap().keep().join("s.db")).unwrap();
+    let node = wasmkeep_actors::Node::new(
+        wasmkeep_actors::NodeConfig {
+            id: "t".into(),
+            limits: test_limits(),
+            cache_dir: Some(wasmkeep_tests::cache_dir()),
+        },
+        std::sync::Arc::new(store),
+    )
+    .unwrap();
+    let spec = VersionSpec { classes: vec![class("fan", Access::Open, &guests().uses_calls)], required_values: vec![] };
+    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
+    assert_eq!(err, "class fan: component imports `wasmkeep:actor/calls@0.2.0`, which this host does not provide");
+
+    let spec = VersionSpec { classes: vec![class("junk", Access::Open, b"not wasm")], required_values: vec![] };
+    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
+    assert!(err.starts_with("class junk: not a valid component"), "{err}");
+    assert!(!err.contains('\n'));
+
+    let probe = &guests().probe;
+    let spec = VersionSpec {
+        classes: vec![class("a", Access::Open, probe), class("a", Access::Open, probe)],
+        required_values: vec![],
+    };
+    assert_eq!(node.deploy("t", "app", spec).await.unwrap_err().to_string(), "class a is named twice");
+}
