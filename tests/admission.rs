@@ -5,7 +5,8 @@ use wasmkeep_core::Access;
 use wasmkeep_tests::{TestNode, class, guests, probe_classes, test_limits};
 
 async fn node_with_values(required: &[&str]) -> TestNode {
-    let spec = VersionSpec { classes: probe_classes(), required_values: required.iter().map(|s| s.to_string()).collect() };
+    let spec =
+        VersionSpec { classes: probe_classes(), required_values: required.iter().map(|s| s.to_string()).collect() };
     TestNode::start(test_limits(), spec).await
 }
 

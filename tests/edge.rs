@@ -22,8 +22,7 @@ async fn client_sent_wasmkeep_headers_never_reach_a_guest() {
         .header("x-wasmkeep-", "empty suffix")
         .header("x-wasmkeeper", "not in the range")
         .header("x-custom", "kept");
-    let names: Vec<String> =
-        serde_json::from_value(n.send(req).await.json()).unwrap();
+    let names: Vec<String> = serde_json::from_value(n.send(req).await.json()).unwrap();
     assert!(names.iter().all(|h| !h.starts_with("x-wasmkeep-")), "{names:?}");
     assert!(names.contains(&"x-custom".to_string()));
     assert!(names.contains(&"x-wasmkeeper".to_string()));

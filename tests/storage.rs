@@ -86,7 +86,8 @@ async fn reads_see_the_events_own_writes_and_keys_page_with_a_cursor() {
     for _ in 0..10 {
         let q = cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default();
         let page = n.get(&format!("/actor/open/a/list?prefix=k/&limit=10{q}")).await.json();
-        let got: Vec<String> = page["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect();
+        let got: Vec<String> =
+            page["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect();
         assert!(got.len() <= 10);
         keys.extend(got);
         match page["cursor"].as_str() {

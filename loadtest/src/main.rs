@@ -1,1 +1,50 @@
-fn main() {}
+//! wasmkeep's benchmarks. Figures go to `loadtest/RESULTS.md` with the
+//! command that made them; compare ratios measured in one run, never
+//! absolute times across runs (the machines are shared).
+//!
+//! ```sh
+//! cargo build --release -p wasmkeep -p wasmkeep-loadtest
+//! target/release/wasmkeep-loadtest http-events   # one actor, a write per event, over HTTP
+//! target/release/wasmkeep-loadtest wake          # waking a hibernated actor holding 100 keys
+//! target/release/wasmkeep-loadtest instantiate   # the host's cost over raw instantiation
+//! ```
+
+mod http_events;
+mod instantiate;
+mod stats;
+mod wake;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (scenario, rest) = match args.split_first() {
+        Some((s, rest)) => (s.as_str(), rest),
+        None => ("", &[][..]),
+    };
+    let result = match scenario {
+        "http-events" => http_events::run(rest),
+        "wake" => wake::run(rest),
+        "instantiate" => instantiate::run(rest),
+        _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate [--flag value]...".to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wasmkeep-loadtest: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--name value` from `args`, parsed, or `default`.
+pub fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(i) => args
+            .get(i + 1)
+            .ok_or_else(|| format!("{name} needs a value"))?
+            .parse()
+            .map_err(|_| format!("{name}: not a valid value")),
+    }
+}

@@ -30,6 +30,9 @@ pub fn guests() -> &'static Guests {
     GUESTS.get_or_init(|| {
         let dir = repo().join("tests/guests");
         let target = dir.join("target");
+        // A toolchain installed before the repository listed the target
+        // lacks it; adding it is quick when it is there already.
+        let _ = Command::new("rustup").args(["target", "add", "wasm32-wasip2"]).current_dir(&dir).output();
         let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
             .current_dir(&dir)
@@ -64,7 +67,11 @@ pub fn class(name: &str, access: Access, wasm: &[u8]) -> ClassSpec {
 /// and `internal`.
 pub fn probe_classes() -> Vec<ClassSpec> {
     let probe = &guests().probe;
-    vec![class("open", Access::Open, probe), class("existing", Access::Existing, probe), class("internal", Access::Internal, probe)]
+    vec![
+        class("open", Access::Open, probe),
+        class("existing", Access::Existing, probe),
+        class("internal", Access::Internal, probe),
+    ]
 }
 
 /// A node serving one app on a real port, its store in a directory of its

@@ -2,8 +2,8 @@
 //! the actor's task before every event, so each event is judged by the
 //! version active when it starts.
 
-use std::sync::Arc;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 use wasmkeep_core::{ActorKey, Address, Refusal};

@@ -148,7 +148,10 @@ impl Node {
         let app_id = inner.store.ensure_app(tenant, app_name).await?;
         let active = inner.store.active_version(app_id).await?;
         let (number, new) = match active {
-            Some(v) if v.components == hashes && serde_json::from_str::<StoredManifest>(&v.manifest).ok() == Some(manifest) => {
+            Some(v)
+                if v.components == hashes
+                    && serde_json::from_str::<StoredManifest>(&v.manifest).ok() == Some(manifest) =>
+            {
                 (v.number, false)
             }
             _ => {
@@ -167,7 +170,9 @@ impl Node {
     pub async fn open_app(&self, tenant: &str, app_name: &str) -> Result<Option<AppId>, DeployFailure> {
         let inner = &self.0;
         let app_id = inner.store.ensure_app(tenant, app_name).await?;
-        let Some(stored) = inner.store.active_version(app_id).await? else { return Ok(None) };
+        let Some(stored) = inner.store.active_version(app_id).await? else {
+            return Ok(None);
+        };
         let corrupt = |reason: String| DeployFailure::Corrupt { version: stored.number, reason };
         let manifest: StoredManifest = serde_json::from_str(&stored.manifest).map_err(|e| corrupt(e.to_string()))?;
         let mut classes = Vec::new();
@@ -175,7 +180,8 @@ impl Node {
             let name = ClassName::parse(&c.name).map_err(|e| corrupt(e.to_string()))?;
             let access = Access::parse(&c.access).ok_or_else(|| corrupt(format!("access {}", c.access)))?;
             let hash = stored.components.get(&c.name).ok_or_else(|| corrupt(format!("no component for {}", c.name)))?;
-            let wasm = inner.store.component(hash).await?.ok_or_else(|| corrupt(format!("component {hash} missing")))?;
+            let wasm =
+                inner.store.component(hash).await?.ok_or_else(|| corrupt(format!("component {hash} missing")))?;
             classes.push(ClassSpec { name, access, wasm });
         }
         self.deploy(tenant, app_name, VersionSpec { classes, required_values: manifest.required_values }).await?;

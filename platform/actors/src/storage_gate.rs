@@ -66,11 +66,7 @@ impl EventHost {
 
     fn check_key(&self, key: &str) -> Result<(), StorageError> {
         if key.len() > self.key_bytes {
-            return Err(StorageError::TooLarge(format!(
-                "key is {} bytes; the limit is {}",
-                key.len(),
-                self.key_bytes
-            )));
+            return Err(StorageError::TooLarge(format!("key is {} bytes; the limit is {}", key.len(), self.key_bytes)));
         }
         Ok(())
     }
@@ -127,12 +123,7 @@ impl ActorHost for EventHost {
         Ok(())
     }
 
-    async fn storage_list(
-        &mut self,
-        prefix: String,
-        cursor: Option<String>,
-        limit: u32,
-    ) -> Result<Page, StorageError> {
+    async fn storage_list(&mut self, prefix: String, cursor: Option<String>, limit: u32) -> Result<Page, StorageError> {
         let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
         let after = cursor.as_deref();
         let in_range = |k: &str| k.starts_with(prefix.as_str()) && after.is_none_or(|c| k > c);
@@ -190,7 +181,7 @@ impl ActorHost for EventHost {
 #[cfg(test)]
 mod tests {
     use wasmkeep_core::{Address, AppId};
-    use wasmkeep_storage::{ActorStore, SqliteStore, Wake};
+    use wasmkeep_storage::{SqliteStore, Wake};
 
     use super::*;
 
@@ -199,7 +190,10 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
         let key = ActorKey { app: AppId(1), address: Address::parse("c/a").unwrap() };
         let Wake::Owned { epoch, .. } = store.wake(&key, true, "n").await.unwrap() else { panic!() };
-        let batch = WriteBatch { clear: false, writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect() };
+        let batch = WriteBatch {
+            clear: false,
+            writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect(),
+        };
         store.commit(&key, epoch, &batch).await.unwrap();
         let mut host = EventHost::new(store, key, epoch, &Limits::default());
         host.begin(epoch, Arc::default());

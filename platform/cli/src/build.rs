@@ -44,7 +44,9 @@ pub fn cargo_component(dir: &Path) -> Result<PathBuf, String> {
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in std::io::BufReader::new(stdout).lines() {
         let Ok(line) = line else { break };
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
         if msg["reason"] == "compiler-artifact" {
             let local = msg["package_id"].as_str().is_some_and(|id| id.starts_with("path+file://"));
             let files = msg["filenames"].as_array().into_iter().flatten().filter_map(|f| f.as_str());
@@ -59,7 +61,5 @@ pub fn cargo_component(dir: &Path) -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("building {} failed ({status}); cargo's messages are above", dir.display()));
     }
-    wasm.ok_or_else(|| {
-        format!("building {} made no .wasm component; is it a `cdylib` crate?", dir.display())
-    })
+    wasm.ok_or_else(|| format!("building {} made no .wasm component; is it a `cdylib` crate?", dir.display()))
 }

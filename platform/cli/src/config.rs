@@ -38,4 +38,12 @@ mod tests {
         let parsed: Limits = toml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         assert_eq!(parsed, Limits::default());
     }
+
+    #[test]
+    fn the_ops_example_loads() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ops/limits.example.toml");
+        let l = limits(Some(&file)).unwrap();
+        assert_eq!((l.idle_secs, l.pool_instances), (2.0, 4000));
+        assert_eq!(l.queue_per_actor, Limits::default().queue_per_actor);
+    }
 }

@@ -69,12 +69,10 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
 
     let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
-    let store = SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
-    let node = Node::new(
-        NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")) },
-        Arc::new(store),
-    )
-    .map_err(|e| format!("starting the node: {e}"))?;
+    let store =
+        SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
+    let node = Node::new(NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")) }, Arc::new(store))
+        .map_err(|e| format!("starting the node: {e}"))?;
 
     eprintln!("wasmkeep: deploying {}", manifest.name);
     let deployed = node
@@ -85,8 +83,9 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
         node.set_value(deployed.app, name, value).await.map_err(|e| format!("setting value {name}: {e}"))?;
     }
 
-    let listener =
-        tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("wasmkeep: serving {} (version {}) on http://{addr}", manifest.name, deployed.version);
     for class in &manifest.classes {
@@ -100,4 +99,3 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     .await
     .map_err(|e| format!("serving: {e}"))
 }
-

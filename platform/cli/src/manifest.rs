@@ -140,8 +140,14 @@ mod tests {
     fn errors_name_the_field_in_one_line() {
         let d = dir();
         let cases = [
-            ("name = \"a\"\n[classes.c]\naccess = \"public\"\ncomponent = \".\"\n", "classes.c.access: `public` is not one of open, existing, internal"),
-            ("name = \"a\"\n[classes.C]\naccess = \"open\"\ncomponent = \".\"\n", "classes.C: class name must start with a lowercase letter"),
+            (
+                "name = \"a\"\n[classes.c]\naccess = \"public\"\ncomponent = \".\"\n",
+                "classes.c.access: `public` is not one of open, existing, internal",
+            ),
+            (
+                "name = \"a\"\n[classes.C]\naccess = \"open\"\ncomponent = \".\"\n",
+                "classes.C: class name must start with a lowercase letter",
+            ),
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"nowhere\"\n", "classes.c.component:"),
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"x.wasm\"\n", "classes.c.component: no file"),
             ("name = \"a\"\n", "classes: the app has no class"),

@@ -76,15 +76,24 @@ fn run_failing(app: &Path, extra: &[&str]) -> String {
 #[test]
 fn a_bad_manifest_is_one_line_naming_the_file_and_the_field() {
     let app = tempfile::tempdir().unwrap();
-    std::fs::write(app.path().join("wasmkeep.toml"), "name = \"x\"\n[classes.c]\naccess = \"public\"\ncomponent = \".\"\n")
-        .unwrap();
+    std::fs::write(
+        app.path().join("wasmkeep.toml"),
+        "name = \"x\"\n[classes.c]\naccess = \"public\"\ncomponent = \".\"\n",
+    )
+    .unwrap();
     let err = run_failing(app.path(), &[]);
     let file = app.path().join("wasmkeep.toml");
-    assert_eq!(err, format!("wasmkeep: {}: classes.c.access: `public` is not one of open, existing, internal\n", file.display()));
+    assert_eq!(
+        err,
+        format!("wasmkeep: {}: classes.c.access: `public` is not one of open, existing, internal\n", file.display())
+    );
 
     let empty = tempfile::tempdir().unwrap();
     let err = run_failing(empty.path(), &[]);
-    assert!(err.starts_with(&format!("wasmkeep: {}: cannot read", empty.path().join("wasmkeep.toml").display())), "{err}");
+    assert!(
+        err.starts_with(&format!("wasmkeep: {}: cannot read", empty.path().join("wasmkeep.toml").display())),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1);
 }
 

@@ -41,7 +41,9 @@ impl HttpError {
                 Refusal::NoSuchClass => (S::NOT_FOUND, None, "no such actor class".into()),
                 Refusal::InvalidName(e) => (S::BAD_REQUEST, None, e.to_string()),
                 Refusal::Internal => (S::FORBIDDEN, None, "actor class is internal".into()),
-                Refusal::ValueMissing(name) => (S::SERVICE_UNAVAILABLE, Some(10), format!("app value {name} is not set")),
+                Refusal::ValueMissing(name) => {
+                    (S::SERVICE_UNAVAILABLE, Some(10), format!("app value {name} is not set"))
+                }
                 Refusal::NoSuchActor => (S::NOT_FOUND, None, "no such actor".into()),
                 Refusal::Overloaded => (S::SERVICE_UNAVAILABLE, Some(1), "callee overloaded".into()),
                 Refusal::Capacity => (S::SERVICE_UNAVAILABLE, Some(1), "no capacity for this actor now".into()),
@@ -52,7 +54,9 @@ impl HttpError {
             },
             Self::Event(EventError::Trapped) => (S::INTERNAL_SERVER_ERROR, None, "the actor failed".into()),
             Self::Event(EventError::Wall) => (S::GATEWAY_TIMEOUT, None, "the actor's event ran past its wall".into()),
-            Self::Event(EventError::ShuttingDown) => (S::SERVICE_UNAVAILABLE, Some(1), "the node is shutting down".into()),
+            Self::Event(EventError::ShuttingDown) => {
+                (S::SERVICE_UNAVAILABLE, Some(1), "the node is shutting down".into())
+            }
             Self::BodyTooLarge(limit) => (S::PAYLOAD_TOO_LARGE, None, format!("request body is over {limit} bytes")),
             Self::BodyUnreadable => (S::BAD_REQUEST, None, "request body could not be read".into()),
             Self::NoFront => (S::NOT_FOUND, None, "this app has no front; actors are at /actor/<class>/<name>/".into()),

@@ -11,8 +11,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use wasmkeep_actors::Node;
-use wasmkeep_core::path::parse_actor_path;
 use wasmkeep_core::Refusal;
+use wasmkeep_core::path::parse_actor_path;
 
 use crate::error::HttpError;
 use crate::{AppRouting, HttpResponse, actor_route, body, edge};
@@ -64,7 +64,9 @@ pub async fn serve(listener: TcpListener, port: PublicPort, shutdown: impl Futur
                 let port = port.clone();
                 async move { Ok::<_, Infallible>(port.handle(req).await) }
             });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {
+            if let Err(e) =
+                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
+            {
                 tracing::debug!("connection ended: {e}");
             }
         });

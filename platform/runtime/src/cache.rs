@@ -25,7 +25,9 @@ pub(crate) fn load(engine: &Engine, cache_dir: Option<&Path>, wasm: &[u8]) -> wa
         // into the node's own cache directory.
         match unsafe { Component::deserialize_file(engine, &path) } {
             Ok(c) => return Ok(c),
-            Err(e) => tracing::warn!(path = %path.display(), "recompiling a cached component that did not load: {e}"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "recompiling a cached component that did not load: {e}")
+            }
         }
     }
     let compiled = engine.precompile_component(wasm)?;

@@ -18,13 +18,12 @@ pub struct ActorComponent<H: ActorHost> {
 }
 
 impl<H: ActorHost> ActorComponent<H> {
-    pub(crate) fn new(
-        pre: InstancePre<ActorState<H>>,
-        hash: String,
-        memory_bytes: u64,
-    ) -> Result<Self, DeployError> {
+    pub(crate) fn new(pre: InstancePre<ActorState<H>>, hash: String, memory_bytes: u64) -> Result<Self, DeployError> {
         let pre = ActorCorePre::new(pre).map_err(|e| {
-            DeployError::MissingExport(format!("the `wasmkeep:actor/events@0.2.0` interface ({})", crate::one_line(&e.to_string())))
+            DeployError::MissingExport(format!(
+                "the `wasmkeep:actor/events@0.2.0` interface ({})",
+                crate::one_line(&e.to_string())
+            ))
         })?;
         Ok(Self { pre, hash, memory_bytes })
     }

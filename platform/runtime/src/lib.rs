@@ -47,7 +47,14 @@ impl<H: ActorHost> Runtime<H> {
         let engine = engine::build(cfg).map_err(|e| anyhow::anyhow!("building the engine: {e}"))?;
         let actor_linker = host::actor_linker(&engine).map_err(|e| anyhow::anyhow!("linking the host: {e}"))?;
         let ticker = Arc::new(engine::Ticker::start(engine.clone()));
-        Ok(Self { engine, actor_linker, cache_dir, memory_bytes: cfg.memory_bytes, _ticker: ticker, _host: PhantomData })
+        Ok(Self {
+            engine,
+            actor_linker,
+            cache_dir,
+            memory_bytes: cfg.memory_bytes,
+            _ticker: ticker,
+            _host: PhantomData,
+        })
     }
 
     /// Compiles (or loads from the cache) an actor component and checks

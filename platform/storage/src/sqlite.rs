@@ -2,7 +2,7 @@
 //!
 //! `synchronous = NORMAL` in WAL mode: a commit is durable against the
 //! process dying (the answer never leaves before its commit), and the last
-//! commits may be lost to a power cut. See docs/adr/0004.
+//! commits may be lost to a power cut. See docs/adr/0003.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -197,14 +197,17 @@ impl AppStore for SqliteStore {
         let tx = conn.transaction()?;
         tx.execute("INSERT INTO tenants (id) VALUES (?1) ON CONFLICT DO NOTHING", params![tenant])?;
         tx.execute("INSERT INTO apps (tenant, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING", params![tenant, name])?;
-        let id = tx.query_row("SELECT id FROM apps WHERE tenant = ?1 AND name = ?2", params![tenant, name], |r| r.get(0))?;
+        let id =
+            tx.query_row("SELECT id FROM apps WHERE tenant = ?1 AND name = ?2", params![tenant, name], |r| r.get(0))?;
         tx.commit()?;
         Ok(AppId(id))
     }
 
     async fn put_component(&self, hash: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        self.conn()
-            .execute("INSERT INTO components (hash, bytes) VALUES (?1, ?2) ON CONFLICT DO NOTHING", params![hash, bytes])?;
+        self.conn().execute(
+            "INSERT INTO components (hash, bytes) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![hash, bytes],
+        )?;
         Ok(())
     }
 
@@ -224,8 +227,13 @@ impl AppStore for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let number: i64 =
-            tx.query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE app = ?1", params![app.0], |r| r.get(0))?;
-        tx.execute("INSERT INTO versions (app, number, manifest) VALUES (?1, ?2, ?3)", params![app.0, number, manifest])?;
+            tx.query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE app = ?1", params![app.0], |r| {
+                r.get(0)
+            })?;
+        tx.execute(
+            "INSERT INTO versions (app, number, manifest) VALUES (?1, ?2, ?3)",
+            params![app.0, number, manifest],
+        )?;
         for (role, hash) in components {
             tx.execute(
                 "INSERT INTO version_components (app, number, role, hash) VALUES (?1, ?2, ?3, ?4)",
@@ -254,7 +262,9 @@ impl AppStore for SqliteStore {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        let Some((number, manifest)) = row else { return Ok(None) };
+        let Some((number, manifest)) = row else {
+            return Ok(None);
+        };
         let mut stmt = conn.prepare("SELECT role, hash FROM version_components WHERE app = ?1 AND number = ?2")?;
         let components = stmt
             .query_map(params![app.0, number], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -356,8 +366,12 @@ mod tests {
         let b = key("y");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
         let Wake::Owned { epoch: eb, .. } = block(s.wake(&b, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(&a, epoch, &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))])))
-            .unwrap();
+        block(s.commit(
+            &a,
+            epoch,
+            &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]),
+        ))
+        .unwrap();
         block(s.commit(&b, eb, &batch(&[("p/0", Some(b""))]))).unwrap();
         let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
         assert_eq!(keys(block(s.list(&a, "p/", None, 2)).unwrap()), ["p/1", "p/2"]);

@@ -43,10 +43,7 @@ impl Request {
 
     /// The first value of a header, if it is UTF-8.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
     /// The body as text, if it is UTF-8.

@@ -149,17 +149,23 @@ macro_rules! actor {
                 ) -> $crate::bindings::wasmkeep::actor::actors::Response {
                     $crate::__private::on_request::<$actor>(request)
                 }
-                fn on_websocket_open(conn: u64, path: ::std::string::String) -> ::std::result::Result<(), ::std::string::String> {
+                fn on_websocket_open(
+                    conn: u64,
+                    path: ::std::string::String,
+                ) -> ::std::result::Result<(), ::std::string::String> {
                     $crate::__private::on_websocket_open::<$actor>(conn, path)
                 }
-                fn on_websocket_message(conn: u64, message: $crate::bindings::exports::wasmkeep::actor::events::Message) {
+                fn on_websocket_message(
+                    conn: u64,
+                    message: $crate::bindings::exports::wasmkeep::actor::events::Message,
+                ) {
                     $crate::__private::on_websocket_message::<$actor>(conn, message)
                 }
                 fn on_websocket_close(conn: u64, code: u16, reason: ::std::string::String) {
                     $crate::__private::on_websocket_close::<$actor>(conn, code, reason)
                 }
             }
-            $crate::bindings::__export_actor_core!(__WasmkeepEvents with_types_in $crate::bindings);
+    $crate::bindings::__export_actor_core!(__WasmkeepEvents with_types_in $crate::bindings);
         };
     };
 }

@@ -1,0 +1,112 @@
+//! The host's cost over raw instantiation. Three layers, one run, one
+//! component (the probe), one pooling engine:
+//!
+//! 1. raw: a `Store` and an instance from the component's `InstancePre`;
+//! 2. raw + event: the same, then `on-request` (`GET /peek`, one storage
+//!    read from an in-memory map);
+//! 3. wasmkeep: the same event to a hibernated actor through the node
+//!    (mailbox task, admission, owner epoch in SQLite, pool lease,
+//!    instantiation, storage gate).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmkeep_actors::{Node, NodeConfig, VersionSpec};
+use wasmkeep_core::{Access, Limits, RawAddress};
+use wasmkeep_runtime::{ActorHost, EngineConfig, Page, Request, Runtime, StorageError};
+use wasmkeep_storage::SqliteStore;
+
+use crate::{flag, stats};
+
+/// A host that keeps storage in memory: what a bare embedding would do.
+#[derive(Default)]
+struct MemoryHost {
+    kv: BTreeMap<String, Vec<u8>>,
+}
+
+impl ActorHost for MemoryHost {
+    fn address(&self) -> String {
+        "probe/raw".into()
+    }
+    fn value(&self, _name: &str) -> Option<String> {
+        None
+    }
+    async fn storage_get(&mut self, key: String) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.kv.get(&key).cloned())
+    }
+    fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
+        self.kv.insert(key, value);
+        Ok(())
+    }
+    fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
+        self.kv.remove(&key);
+        Ok(())
+    }
+    async fn storage_list(&mut self, _p: String, _c: Option<String>, _l: u32) -> Result<Page, StorageError> {
+        Ok(Page { entries: vec![], cursor: None })
+    }
+    fn storage_delete_all(&mut self) -> Result<(), StorageError> {
+        self.kv.clear();
+        Ok(())
+    }
+    fn delete_self(&mut self) {}
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let n: usize = flag(args, "--n", 2000)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let probe = wasmkeep_tests::guests().probe.clone();
+        let limits = Limits { idle_secs: 0.005, ..Limits::default() };
+        let engine = EngineConfig { instances: limits.pool_instances, memory_bytes: limits.memory_bytes };
+        let runtime: Runtime<MemoryHost> =
+            Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
+        let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
+        let peek = Request { method: "GET".into(), path: "/peek".into(), headers: vec![], body: vec![] };
+
+        let mut raw = Vec::with_capacity(n);
+        let mut raw_event = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            let instance = component.instantiate(MemoryHost::default()).await.map_err(|e| format!("{e:?}"))?;
+            raw.push(t.elapsed());
+            drop(instance);
+            let t = Instant::now();
+            let mut instance = component.instantiate(MemoryHost::default()).await.map_err(|e| format!("{e:?}"))?;
+            instance.on_request(&peek, Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
+            raw_event.push(t.elapsed());
+        }
+
+        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
+        let node = Node::new(
+            NodeConfig { id: "bench".into(), limits, cache_dir: Some(wasmkeep_tests::cache_dir()) },
+            Arc::new(store),
+        )
+        .map_err(|e| e.to_string())?;
+        let spec = VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)], required_values: vec![] };
+        let app = node.deploy("bench", "raw", spec).await.map_err(|e| e.to_string())?.app;
+        let target = RawAddress::split("probe/raw").unwrap();
+        let mut hosted = Vec::with_capacity(n / 4);
+        for _ in 0..n / 4 {
+            while node.awake_actors() > 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let t = Instant::now();
+            node.request(app, target.clone(), true, peek.clone()).await.map_err(|e| e.to_string())?;
+            hosted.push(t.elapsed());
+        }
+
+        let (raw, raw_event, hosted) = (stats::summarize(raw), stats::summarize(raw_event), stats::summarize(hosted));
+        println!("instantiate: raw instantiation: {raw}");
+        println!("instantiate: raw instantiation + GET /peek: {raw_event}");
+        println!("instantiate: wasmkeep, the same event waking a hibernated actor: {hosted}");
+        println!(
+            "instantiate: the host adds {:.1}µs at p50 over raw instantiation + event ({:.2}x)",
+            (hosted.p50.as_secs_f64() - raw_event.p50.as_secs_f64()) * 1e6,
+            hosted.p50.as_secs_f64() / raw_event.p50.as_secs_f64()
+        );
+        Ok(())
+    })
+}
