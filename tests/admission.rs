@@ -1,8 +1,8 @@
 //! Admission (DESIGN §3.3): every rule with its exact status, and its order.
 
-use wasmkeep_actors::VersionSpec;
-use wasmkeep_core::Access;
-use wasmkeep_tests::{TestNode, class, guests, probe_classes, test_limits};
+use wasmkeep_actors::{EventError, Request, VersionSpec};
+use wasmkeep_core::{Access, NameError, RawAddress, Refusal};
+use wasmkeep_tests::{TestNode, class, eventually, guests, probe_classes, test_limits};
 
 async fn node_with_values(required: &[&str]) -> TestNode {
     let spec =
@@ -126,6 +126,40 @@ async fn capacity_waits_for_an_instance_then_refuses_with_503() {
     assert!(b.header("retry-after").is_some());
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     // `a` hibernates after its idle second, freeing the instance.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(eventually(std::time::Duration::from_secs(5), || n.node.resident_actors() == 0).await);
     assert_eq!(n.get("/actor/open/b/count").await.status, 200);
+}
+
+#[tokio::test]
+async fn existence_is_judged_before_capacity() {
+    let limits = wasmkeep_core::Limits { pool_instances: 2, front_slots: 1, admission_wait_secs: 0.2, ..test_limits() };
+    let n = TestNode::start(limits, VersionSpec { classes: probe_classes(), required_values: vec![] }).await;
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    // The pool is full, but a missing `existing` actor is 404, not 503.
+    assert_eq!(n.get("/actor/existing/nobody/").await.status, 404);
+    assert_eq!(n.get("/actor/open/b/").await.status, 503);
+}
+
+fn request(path: &str) -> Request {
+    Request { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] }
+}
+
+#[tokio::test]
+async fn inside_callers_create_existing_actors_and_reach_internal_ones() {
+    let n = node_with_values(&[]).await;
+    let at = |a: &str| RawAddress::split(a).unwrap();
+    // Outside: refused. Inside: created and served.
+    assert_eq!(n.get("/actor/existing/e/count").await.status, 404);
+    let r = n.node.request(n.app, at("existing/e"), false, request("/count")).await.unwrap();
+    assert_eq!(r.status, 200);
+    // Created, it now exists for outside callers too.
+    assert_eq!(n.get("/actor/existing/e/count").await.json()["count"], 2);
+    let r = n.node.request(n.app, at("internal/i"), false, request("/count")).await.unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(n.get("/actor/internal/i/peek").await.status, 403);
+    // Inside callers meet the other rules as outside ones do.
+    let e = n.node.request(n.app, at("nope/x"), false, request("/")).await.unwrap_err();
+    assert_eq!(e, EventError::Refused(Refusal::NoSuchClass));
+    let e = n.node.request(n.app, at("internal/a\u{1}"), false, request("/")).await.unwrap_err();
+    assert_eq!(e, EventError::Refused(Refusal::InvalidName(NameError::NameControl)));
 }

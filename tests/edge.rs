@@ -36,8 +36,9 @@ async fn the_actor_sees_the_rest_of_the_path_and_the_query() {
     assert_eq!(a["uri"], "/echo?x=1&y=%20");
     assert_eq!(a["body_len"], 5);
     // No rest: the actor sees `/`.
-    let a = n.get("/actor/open/a").await;
-    assert_eq!(a.status, 404, "the probe has no route at /");
+    assert_eq!(n.get("/actor/open/a").await.json()["uri"], "/");
+    assert_eq!(n.get("/actor/open/a/").await.json()["uri"], "/");
+    assert_eq!(n.get("/actor/open/a?q=1").await.json()["uri"], "/?q=1");
 }
 
 #[tokio::test]
@@ -75,6 +76,11 @@ async fn a_component_importing_what_the_host_lacks_is_refused_naming_it() {
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert_eq!(err, "class fan: component imports `wasmkeep:actor/calls@0.2.0`, which this host does not provide");
 
+    let spec = VersionSpec { classes: vec![class("web", Access::Open, &guests().uses_http)], required_values: vec![] };
+    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
+    // wasmtime names the first import it cannot satisfy.
+    assert_eq!(err, "class web: component imports `wasi:http/types@0.2.12`, which this host does not provide");
+
     let spec = VersionSpec { classes: vec![class("junk", Access::Open, b"not wasm")], required_values: vec![] };
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert!(err.starts_with("class junk: not a valid component"), "{err}");
@@ -86,4 +92,28 @@ async fn a_component_importing_what_the_host_lacks_is_refused_naming_it() {
         required_values: vec![],
     };
     assert_eq!(node.deploy("t", "app", spec).await.unwrap_err().to_string(), "class a is named twice");
+}
+
+#[tokio::test]
+async fn the_actor_cannot_set_the_framing_headers() {
+    let n = node(test_limits()).await;
+    let a = n.get("/actor/open/a/framing").await;
+    assert_eq!((a.status, a.body.as_str()), (200, "abc"));
+    assert_eq!(a.header("content-length"), Some("3"));
+    assert_eq!(a.header("transfer-encoding"), None);
+    // Nor the host's header range.
+    assert_eq!(a.header("x-wasmkeep-caller"), None);
+    // The connection stays usable.
+    assert_eq!(n.get("/actor/open/a/framing").await.body, "abc");
+}
+
+#[tokio::test]
+async fn host_sides_not_built_yet_say_so() {
+    let n = node(test_limits()).await;
+    // Calls between actors are not routed yet: the call fails, truthfully.
+    let a = n.get("/actor/open/a/call?to=open/b").await;
+    assert_eq!((a.status, a.body.as_str()), (502, "calls between actors are not supported by this host yet"));
+    // No socket exists: none is listed, none can be written to.
+    assert_eq!(n.get("/actor/open/a/sockets").await.json(), serde_json::json!([]));
+    assert_eq!(n.get("/actor/open/a/send").await.body, "Err(SocketError::NoSuchSocket)");
 }

@@ -36,7 +36,8 @@ async fn an_endless_loop_is_cut_at_the_wall_with_504_and_others_still_answer() {
             (r.status().as_u16(), r.text().await.unwrap(), started.elapsed())
         })
     };
-    // While `a` computes, other actors answer promptly on two threads.
+    // While `a` computes, other actors answer promptly, even on this
+    // test's one runtime thread: a computing guest yields at each tick.
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..5 {
         let t = Instant::now();
@@ -46,17 +47,38 @@ async fn an_endless_loop_is_cut_at_the_wall_with_504_and_others_still_answer() {
     let (status, body, took) = looping.await.unwrap();
     assert_eq!((status, body.as_str()), (504, "the actor's event ran past its wall\n"));
     assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(5), "cut after {took:?}");
-    // The actor serves again, state intact.
+    // The actor serves again on a new instance; the cut event's write is gone.
+    let a = n.get("/actor/open/a/peek").await.json();
+    assert_eq!((a["count"].as_u64(), a["events"].as_u64()), (Some(1), Some(1)));
+}
+
+#[tokio::test]
+async fn an_event_blocked_in_a_host_call_is_cut_at_the_wall() {
+    let n = node(Limits { wall_per_event_secs: 1.0, ..test_limits() }).await;
+    n.get("/actor/open/a/count").await;
+    let started = Instant::now();
+    let a = n.get("/actor/open/a/sleep?ms=5000").await;
+    assert_eq!(a.status, 504);
+    assert!(started.elapsed() < Duration::from_secs(4), "cut after {:?}", started.elapsed());
     assert_eq!(n.get("/actor/open/a/peek").await.json()["count"], 1);
+    // Within the wall, the same call answers.
+    assert_eq!(n.get("/actor/open/a/sleep?ms=100").await.status, 200);
 }
 
 #[tokio::test]
 async fn a_memory_bomb_traps_at_the_memory_limit() {
     let n = node(Limits { memory_bytes: 32 << 20, ..test_limits() }).await;
+    // Under the limit, memory is the guest's; over it, the guest traps.
+    assert_eq!(n.get("/actor/open/a/alloc?mb=20").await.status, 200);
+    assert_eq!(n.get("/actor/open/a/alloc?mb=40").await.status, 500);
     let a = n.get("/actor/open/a/membomb").await;
     assert_eq!((a.status, a.body.as_str()), (500, "the actor failed\n"));
-    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    // Its write rolled back; it and its neighbours serve on.
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
     assert_eq!(n.get("/actor/open/b/count").await.status, 200);
+    // A larger limit lets the same allocation through.
+    let big = node(Limits { memory_bytes: 64 << 20, ..test_limits() }).await;
+    assert_eq!(big.get("/actor/open/a/alloc?mb=40").await.status, 200);
 }
 
 #[tokio::test]
@@ -102,7 +124,7 @@ async fn events_run_in_arrival_order() {
         tasks.push(tokio::spawn(async move {
             client.get(format!("{url}/actor/open/a/append?seq={seq}&ms={ms}")).send().await.unwrap().status().as_u16()
         }));
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(Duration::from_millis(40)).await;
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 200);
@@ -147,9 +169,14 @@ async fn futures_join<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
 }
 
 #[tokio::test]
-async fn an_invalid_status_from_the_actor_is_500() {
+async fn an_invalid_status_from_the_actor_is_500_and_rolls_back() {
     let n = node(test_limits()).await;
     assert_eq!(n.get("/actor/open/a/status?code=201").await.status, 201);
-    let a = n.get("/actor/open/a/status?code=1000").await;
-    assert_eq!((a.status, a.body.as_str()), (500, "the actor answered an invalid response\n"));
+    assert_eq!(n.get("/actor/open/a/peek").await.json()["count"], 100);
+    for code in [1000, 101, 0] {
+        let a = n.get(&format!("/actor/open/a/status?code={code}")).await;
+        assert_eq!((a.status, a.body.as_str()), (500, "the actor answered an invalid response\n"));
+    }
+    // The undeliverable answers' writes never committed.
+    assert_eq!(n.get("/actor/open/a/peek").await.json()["count"], 100);
 }

@@ -133,3 +133,21 @@ async fn actors_storage_is_private() {
     assert_eq!(n.get("/actor/open/b/kv?key=secret").await.status, 404);
     assert_eq!(n.get("/actor/open/a/kv?key=secret").await.body, "a's");
 }
+
+#[tokio::test]
+async fn apps_on_one_node_are_isolated() {
+    let n = TestNode::start(test_limits(), spec()).await;
+    // A second app of another tenant, with the same class and actor names.
+    let other = n.node.deploy("other-tenant", "app", spec()).await.unwrap().app;
+    assert_ne!(other, n.app);
+    let peek =
+        || wasmkeep_actors::Request { method: "GET".into(), path: "/count".into(), headers: vec![], body: vec![] };
+    let target = wasmkeep_core::RawAddress::split("open/a").unwrap();
+    for _ in 0..3 {
+        n.node.request(other, target.clone(), true, peek()).await.unwrap();
+    }
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    let r = n.node.request(other, target, true, peek()).await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["count"], 4);
+}

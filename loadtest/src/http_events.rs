@@ -90,10 +90,8 @@ async fn one_connection(
     let mut sent = 0u64;
     while sent < at_least.min(1) || !stop.load(Ordering::Relaxed) {
         sender.ready().await.map_err(|e| e.to_string())?;
-        let req = hyper::Request::get("/actor/counter/bench/")
-            .header("host", addr)
-            .body(Empty::<Bytes>::new())
-            .unwrap();
+        let req =
+            hyper::Request::get("/actor/counter/bench/").header("host", addr).body(Empty::<Bytes>::new()).unwrap();
         let t = Instant::now();
         let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
         let ok = res.status() == 200;

@@ -69,12 +69,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut raw_event = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
-            let instance = component.instantiate(MemoryHost::default()).await.map_err(|e| format!("{e:?}"))?;
+            let instance = component
+                .instantiate(MemoryHost::default(), Instant::now() + Duration::from_secs(30))
+                .await
+                .map_err(|e| format!("{e:?}"))?;
             raw.push(t.elapsed());
             drop(instance);
             let t = Instant::now();
-            let mut instance = component.instantiate(MemoryHost::default()).await.map_err(|e| format!("{e:?}"))?;
-            instance.on_request(&peek, Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
+            let mut instance = component
+                .instantiate(MemoryHost::default(), Instant::now() + Duration::from_secs(30))
+                .await
+                .map_err(|e| format!("{e:?}"))?;
+            instance.on_request(&peek, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             raw_event.push(t.elapsed());
         }
 
@@ -85,7 +91,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Arc::new(store),
         )
         .map_err(|e| e.to_string())?;
-        let spec = VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)], required_values: vec![] };
+        let spec = VersionSpec {
+            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
+            required_values: vec![],
+        };
         let app = node.deploy("bench", "raw", spec).await.map_err(|e| e.to_string())?.app;
         let target = RawAddress::split("probe/raw").unwrap();
         let mut hosted = Vec::with_capacity(n / 4);

@@ -24,7 +24,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
         let probe = wasmkeep_tests::guests().probe.clone();
-        let spec = VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)], required_values: vec![] };
+        let spec = VersionSpec {
+            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
+            required_values: vec![],
+        };
         let app = node.deploy("bench", "wake", spec).await.map_err(|e| e.to_string())?.app;
         let target = RawAddress::split("probe/room").unwrap();
         let get = |path: &str| Request { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] };
@@ -51,10 +54,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let resident = stats::summarize(resident);
         println!("wake: a hibernated actor holding 100 keys, first event (GET /peek, one read): {wake}");
         println!("wake: the same event on the resident actor: {resident}");
-        println!(
-            "wake: waking adds {:.1}µs at p50",
-            (wake.p50.as_secs_f64() - resident.p50.as_secs_f64()) * 1e6
-        );
+        println!("wake: waking adds {:.1}µs at p50", (wake.p50.as_secs_f64() - resident.p50.as_secs_f64()) * 1e6);
         Ok(())
     })
 }

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
 use wasmkeep_core::{Access, AppId, ClassName, Limits};
 use wasmkeep_front::{AppRouting, PublicPort};
-use wasmkeep_storage::SqliteStore;
+use wasmkeep_storage::{SqliteStore, Store};
 
 /// The repository's root.
 pub fn repo() -> PathBuf {
@@ -23,6 +23,7 @@ pub fn repo() -> PathBuf {
 pub struct Guests {
     pub probe: Vec<u8>,
     pub uses_calls: Vec<u8>,
+    pub uses_http: Vec<u8>,
 }
 
 pub fn guests() -> &'static Guests {
@@ -44,7 +45,7 @@ pub fn guests() -> &'static Guests {
             let path = target.join("wasm32-wasip2/release").join(format!("{name}.wasm"));
             std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         };
-        Guests { probe: read("probe"), uses_calls: read("uses_calls") }
+        Guests { probe: read("probe"), uses_calls: read("uses_calls"), uses_http: read("uses_http") }
     })
 }
 
@@ -93,9 +94,20 @@ impl TestNode {
     }
 
     async fn start_in(data: Arc<tempfile::TempDir>, limits: Limits, spec: VersionSpec) -> Self {
-        let store = SqliteStore::open(&data.path().join("store.db")).unwrap();
+        let store = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
+        Self::start_with(data, store, limits, spec).await
+    }
+
+    /// A node on `store`, for tests that put something between the node
+    /// and its store.
+    pub async fn start_with(
+        data: Arc<tempfile::TempDir>,
+        store: Arc<dyn Store>,
+        limits: Limits,
+        spec: VersionSpec,
+    ) -> Self {
         let config = NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()) };
-        let node = Node::new(config, Arc::new(store)).unwrap();
+        let node = Node::new(config, store).unwrap();
         let app = node.deploy("t", "app", spec).await.unwrap().app;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

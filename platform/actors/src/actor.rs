@@ -14,17 +14,19 @@ use crate::event::{Event, EventError};
 use crate::mailbox::MailboxKey;
 use crate::storage_gate::{EventHost, Outcome};
 use wasmkeep_core::Refusal;
+use wasmkeep_core::response::check as check_response;
 
 /// What an awake actor holds between events. Dropping it hibernates the
 /// actor: the instance goes back to the pool, storage stays.
 #[derive(Default)]
 pub(crate) struct Residence {
+    /// Its live instance, if one is running. Declared before `lease`: the
+    /// instance leaves the pool before its lease is handed to another.
+    pub instance: Option<ActorInstance<EventHost>>,
     /// The owner epoch, once the actor is known to exist.
     pub epoch: Option<Epoch>,
     /// The pool instance it may use.
     pub lease: Option<InstanceLease>,
-    /// Its live instance, if one is running.
-    pub instance: Option<ActorInstance<EventHost>>,
 }
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
@@ -66,6 +68,8 @@ async fn execute(
     request: &Request,
 ) -> Result<Response, EventError> {
     let Admitted { class, actor, epoch, values } = admitted;
+    // One wall for the event, instantiation included.
+    let ends = std::time::Instant::now() + node.limits.wall_per_event();
     // Each event runs on the active version's code: after a deploy the
     // old instance goes, and the next event starts a new one.
     if residence.instance.as_ref().is_some_and(|i| !Arc::ptr_eq(i.component(), &class.component)) {
@@ -75,30 +79,43 @@ async fn execute(
         Some(instance) => instance,
         slot @ None => {
             let host = EventHost::new(node.store.clone(), actor.clone(), epoch, &node.limits);
-            let instance = class.component.instantiate(host).await.map_err(|f| {
+            let instance = class.component.instantiate(host, ends).await.map_err(|f| {
                 tracing::warn!(%actor, "instantiation failed: {f:?}");
-                EventError::Trapped
+                match f {
+                    EventFailure::Wall => EventError::Wall,
+                    EventFailure::Trap(_) => EventError::Trapped,
+                }
             })?;
             slot.insert(instance)
         }
     };
     instance.host_mut().begin(epoch, values);
-    match instance.on_request(request, node.limits.wall_per_event()).await {
-        Ok(response) => match instance.host_mut().finish().await {
-            Ok(Outcome::Kept) => Ok(response),
-            Ok(Outcome::Deleted) => {
-                // It no longer exists: the next event is admitted afresh.
-                residence.epoch = None;
+    match instance.on_request(request, ends).await {
+        Ok(response) => {
+            if let Err(invalid) = check_response(response.status, &response.headers) {
+                // Not deliverable: its writes are dropped, like a trap's.
+                tracing::info!(%actor, "invalid answer: {invalid}");
                 residence.instance = None;
-                Ok(response)
+                return Err(EventError::InvalidResponse);
             }
-            Err(e) => {
-                tracing::warn!(%actor, "commit failed: {e}");
-                residence.epoch = None;
-                residence.instance = None;
-                Err(Refusal::StoreUnavailable(e.to_string()).into())
+            match instance.host_mut().finish().await {
+                Ok(Outcome::Kept) => Ok(response),
+                Ok(Outcome::Deleted) => {
+                    // It no longer exists: the next event is admitted afresh.
+                    residence.epoch = None;
+                    residence.instance = None;
+                    Ok(response)
+                }
+                Err(e) => {
+                    // Fenced or failed: the instance and its owner epoch go,
+                    // and the next event is admitted (and woken) afresh.
+                    tracing::warn!(%actor, "commit failed: {e}");
+                    residence.epoch = None;
+                    residence.instance = None;
+                    Err(Refusal::StoreUnavailable(e.to_string()).into())
+                }
             }
-        },
+        }
         Err(failure) => {
             // Its writes are dropped with the instance.
             residence.instance = None;

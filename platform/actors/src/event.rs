@@ -17,6 +17,10 @@ pub enum EventError {
     /// The event ran past its wall and was cut; its writes were rolled back.
     #[error("the actor's event ran past its wall")]
     Wall,
+    /// The actor answered what HTTP cannot carry (a bad status or header);
+    /// its writes were rolled back.
+    #[error("the actor answered an invalid response")]
+    InvalidResponse,
     /// The node is stopping.
     #[error("the node is shutting down")]
     ShuttingDown,

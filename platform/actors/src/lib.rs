@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use wasmkeep_core::{Access, AppId, ClassName, Limits, RawAddress};
+use wasmkeep_core::{AppId, Limits, RawAddress};
 use wasmkeep_runtime::{EngineConfig, Runtime};
 use wasmkeep_scheduler::InstancePool;
 use wasmkeep_storage::Store;
@@ -47,8 +47,6 @@ pub enum DeployFailure {
     DuplicateClass(String),
     #[error("store: {0}")]
     Store(#[from] wasmkeep_storage::StoreError),
-    #[error("stored version {version}: {reason}")]
-    Corrupt { version: i64, reason: String },
 }
 
 /// What a deploy made active.
@@ -163,29 +161,6 @@ impl Node {
         let app = self.app_entry(app_id, tenant, app_name).await?;
         app.activate(Arc::new(Version { number, classes, required_values: spec.required_values }));
         Ok(Deployed { app: app_id, version: number, new })
-    }
-
-    /// Loads the app's active version from the store, as a node does when
-    /// it starts. Answers `None` for an app with no active version.
-    pub async fn open_app(&self, tenant: &str, app_name: &str) -> Result<Option<AppId>, DeployFailure> {
-        let inner = &self.0;
-        let app_id = inner.store.ensure_app(tenant, app_name).await?;
-        let Some(stored) = inner.store.active_version(app_id).await? else {
-            return Ok(None);
-        };
-        let corrupt = |reason: String| DeployFailure::Corrupt { version: stored.number, reason };
-        let manifest: StoredManifest = serde_json::from_str(&stored.manifest).map_err(|e| corrupt(e.to_string()))?;
-        let mut classes = Vec::new();
-        for c in &manifest.classes {
-            let name = ClassName::parse(&c.name).map_err(|e| corrupt(e.to_string()))?;
-            let access = Access::parse(&c.access).ok_or_else(|| corrupt(format!("access {}", c.access)))?;
-            let hash = stored.components.get(&c.name).ok_or_else(|| corrupt(format!("no component for {}", c.name)))?;
-            let wasm =
-                inner.store.component(hash).await?.ok_or_else(|| corrupt(format!("component {hash} missing")))?;
-            classes.push(ClassSpec { name, access, wasm });
-        }
-        self.deploy(tenant, app_name, VersionSpec { classes, required_values: manifest.required_values }).await?;
-        Ok(Some(app_id))
     }
 
     async fn app_entry(&self, id: AppId, tenant: &str, name: &str) -> Result<Arc<App>, DeployFailure> {

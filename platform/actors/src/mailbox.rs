@@ -39,16 +39,25 @@ impl Mailboxes {
     /// A full queue refuses the event (`callee overloaded`).
     pub(crate) fn post(&self, node: &Arc<NodeInner>, key: MailboxKey, event: Event) -> Result<(), Refusal> {
         let mut map = self.lock();
-        let tx = map.entry(key).or_insert_with_key(|key| {
+        let spawn = |key: &MailboxKey| {
             let (tx, rx) = mpsc::channel(self.capacity);
             tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
             tx
-        });
-        tx.try_send(event).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => Refusal::Overloaded,
-            // The task only ends after removing its entry; unreachable.
-            mpsc::error::TrySendError::Closed(_) => Refusal::Overloaded,
-        })
+        };
+        let tx = map.entry(key.clone()).or_insert_with_key(spawn);
+        match tx.try_send(event) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => Err(Refusal::Overloaded),
+            // A task ends without retiring only if it panicked: the actor
+            // gets a new task rather than staying unreachable.
+            Err(mpsc::error::TrySendError::Closed(event)) => {
+                tracing::error!(app = %key.app, "an actor's task ended unexpectedly; restarting it");
+                let tx = spawn(&key);
+                let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
+                map.insert(key, tx);
+                sent
+            }
+        }
     }
 
     /// Removes the actor's entry if its queue is empty; answers whether the

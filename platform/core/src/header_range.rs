@@ -1,8 +1,8 @@
 //! The `x-wasmkeep-` header range: the host's alone (DESIGN §3.5).
 //!
 //! Every header of the range a client sends is removed at the edge, and
-//! the range is stripped from what guests answer, so no client and no guest
-//! can forge what the host sets in it.
+//! the range is stripped from the answers guests give to clients, so no
+//! client and no guest can forge what the host sets in it.
 
 use http::HeaderMap;
 

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod names;
 pub mod path;
 pub mod refusal;
+pub mod response;
 
 pub use access::Access;
 pub use actor_key::{ActorKey, AppId};

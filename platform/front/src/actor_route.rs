@@ -6,8 +6,8 @@ use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::Full;
 use wasmkeep_actors::{Node, Request, Response};
-use wasmkeep_core::AppId;
 use wasmkeep_core::path::ActorPath;
+use wasmkeep_core::{AppId, header_range};
 
 use crate::HttpResponse;
 use crate::error::HttpError;
@@ -26,20 +26,27 @@ pub(crate) async fn handle(
         body: body.to_vec(),
     };
     let response = node.request(app, target.address, true, request).await?;
-    to_http(response)
+    Ok(to_http(response))
 }
 
-/// The actor's answer as HTTP; a status or header HTTP cannot carry is the
-/// actor's error.
-fn to_http(response: Response) -> Result<HttpResponse, HttpError> {
-    let status = StatusCode::from_u16(response.status).map_err(|_| HttpError::InvalidResponse)?;
+/// Headers that frame a message on the wire: the body is whole, so this
+/// port sets them, never the actor.
+const FRAMING: [http::HeaderName; 3] =
+    [http::header::CONTENT_LENGTH, http::header::TRANSFER_ENCODING, http::header::CONNECTION];
+
+/// The actor's answer as HTTP. The actor runtime has checked that HTTP can
+/// carry it; the host's header range and the framing headers are dropped.
+fn to_http(response: Response) -> HttpResponse {
     let mut out = http::Response::new(Full::new(Bytes::from(response.body)));
-    *out.status_mut() = status;
+    *out.status_mut() = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = out.headers_mut();
     for (name, value) in response.headers {
-        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HttpError::InvalidResponse)?;
-        let value = HeaderValue::from_bytes(&value).map_err(|_| HttpError::InvalidResponse)?;
-        headers.append(name, value);
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&value))
+            && !FRAMING.contains(&name)
+        {
+            headers.append(name, value);
+        }
     }
-    Ok(out)
+    header_range::strip(headers);
+    out
 }

@@ -16,8 +16,6 @@ pub(crate) enum HttpError {
     BodyTooLarge(u64),
     BodyUnreadable,
     NoFront,
-    /// The actor's answer cannot be sent as HTTP (a bad status or header).
-    InvalidResponse,
 }
 
 impl From<EventError> for HttpError {
@@ -35,32 +33,35 @@ impl From<Refusal> for HttpError {
 impl HttpError {
     pub(crate) fn into_response(self) -> HttpResponse {
         use StatusCode as S;
+        // The status and `Retry-After` are decided here; the text is the
+        // refusal's or the error's own, written for the client.
         let (status, retry_after, text): (StatusCode, Option<u32>, String) = match self {
-            Self::Event(EventError::Refused(r)) => match r {
-                Refusal::NoSuchApp => (S::NOT_FOUND, None, "no such app".into()),
-                Refusal::NoSuchClass => (S::NOT_FOUND, None, "no such actor class".into()),
-                Refusal::InvalidName(e) => (S::BAD_REQUEST, None, e.to_string()),
-                Refusal::Internal => (S::FORBIDDEN, None, "actor class is internal".into()),
-                Refusal::ValueMissing(name) => {
-                    (S::SERVICE_UNAVAILABLE, Some(10), format!("app value {name} is not set"))
-                }
-                Refusal::NoSuchActor => (S::NOT_FOUND, None, "no such actor".into()),
-                Refusal::Overloaded => (S::SERVICE_UNAVAILABLE, Some(1), "callee overloaded".into()),
-                Refusal::Capacity => (S::SERVICE_UNAVAILABLE, Some(1), "no capacity for this actor now".into()),
-                Refusal::StoreUnavailable(detail) => {
-                    tracing::warn!("store unavailable: {detail}");
-                    (S::SERVICE_UNAVAILABLE, Some(1), "store unavailable".into())
-                }
-            },
-            Self::Event(EventError::Trapped) => (S::INTERNAL_SERVER_ERROR, None, "the actor failed".into()),
-            Self::Event(EventError::Wall) => (S::GATEWAY_TIMEOUT, None, "the actor's event ran past its wall".into()),
-            Self::Event(EventError::ShuttingDown) => {
-                (S::SERVICE_UNAVAILABLE, Some(1), "the node is shutting down".into())
+            Self::Event(EventError::Refused(r)) => {
+                let (status, retry_after) = match &r {
+                    Refusal::NoSuchApp | Refusal::NoSuchClass | Refusal::NoSuchActor => (S::NOT_FOUND, None),
+                    Refusal::InvalidName(_) => (S::BAD_REQUEST, None),
+                    Refusal::Internal => (S::FORBIDDEN, None),
+                    Refusal::ValueMissing(_) => (S::SERVICE_UNAVAILABLE, Some(10)),
+                    Refusal::Overloaded | Refusal::Capacity => (S::SERVICE_UNAVAILABLE, Some(1)),
+                    Refusal::StoreUnavailable(detail) => {
+                        tracing::warn!("store unavailable: {detail}");
+                        (S::SERVICE_UNAVAILABLE, Some(1))
+                    }
+                };
+                (status, retry_after, r.to_string())
+            }
+            Self::Event(e) => {
+                let (status, retry_after) = match e {
+                    EventError::Refused(_) => unreachable!("matched above"),
+                    EventError::Trapped | EventError::InvalidResponse => (S::INTERNAL_SERVER_ERROR, None),
+                    EventError::Wall => (S::GATEWAY_TIMEOUT, None),
+                    EventError::ShuttingDown => (S::SERVICE_UNAVAILABLE, Some(1)),
+                };
+                (status, retry_after, e.to_string())
             }
             Self::BodyTooLarge(limit) => (S::PAYLOAD_TOO_LARGE, None, format!("request body is over {limit} bytes")),
             Self::BodyUnreadable => (S::BAD_REQUEST, None, "request body could not be read".into()),
             Self::NoFront => (S::NOT_FOUND, None, "this app has no front; actors are at /actor/<class>/<name>/".into()),
-            Self::InvalidResponse => (S::INTERNAL_SERVER_ERROR, None, "the actor answered an invalid response".into()),
         };
         let mut response = http::Response::new(Full::new(Bytes::from(text + "\n")));
         *response.status_mut() = status;

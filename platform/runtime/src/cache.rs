@@ -4,6 +4,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -32,8 +33,10 @@ pub(crate) fn load(engine: &Engine, cache_dir: Option<&Path>, wasm: &[u8]) -> wa
     }
     let compiled = engine.precompile_component(wasm)?;
     std::fs::create_dir_all(dir)?;
-    // Write then rename, so a reader never sees half a file.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Write then rename, so a reader never sees half a file; the temporary
+    // name is unique per compile, as nodes in one process may race here.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!("tmp{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
     std::fs::write(&tmp, &compiled)?;
     std::fs::rename(&tmp, &path)?;
     // SAFETY: these bytes were just produced by this engine.

@@ -1,7 +1,7 @@
 //! A loaded actor component and its live instances.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, UpdateDeadline};
@@ -33,8 +33,9 @@ impl<H: ActorHost> ActorComponent<H> {
         &self.hash
     }
 
-    /// A new instance from the pool, holding `host`.
-    pub async fn instantiate(self: &Arc<Self>, host: H) -> Result<ActorInstance<H>, EventFailure> {
+    /// A new instance from the pool, holding `host`. Instantiation runs
+    /// the component's start code, within the wall that `ends` then.
+    pub async fn instantiate(self: &Arc<Self>, host: H, ends: Instant) -> Result<ActorInstance<H>, EventFailure> {
         let mut store = Store::new(self.pre.engine(), ActorState::new(host, self.memory_bytes));
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
@@ -49,9 +50,22 @@ impl<H: ActorHost> ActorComponent<H> {
                 _ => Ok(UpdateDeadline::Yield(1)),
             }
         });
-        let bindings = self.pre.instantiate_async(&mut store).await.map_err(|e| EventFailure::Trap(e.to_string()))?;
+        store.data_mut().wall_ends = Some(ends);
+        let bindings = match tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await {
+            Err(_elapsed) => return Err(EventFailure::Wall),
+            Ok(Err(_)) if store.data().wall_exceeded => return Err(EventFailure::Wall),
+            Ok(Err(e)) => return Err(EventFailure::Trap(format!("{e:?}"))),
+            Ok(Ok(bindings)) => bindings,
+        };
+        store.data_mut().wall_ends = None;
         Ok(ActorInstance { store, bindings, component: self.clone() })
     }
+}
+
+/// The timer for a guest blocked in a host call past `ends`; a computing
+/// guest is cut by the epoch check first.
+fn timer(ends: Instant) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(ends + crate::TICK * 2)
 }
 
 /// Why an event produced no answer. The text is for the node's log only.
@@ -85,17 +99,17 @@ impl<H: ActorHost> ActorInstance<H> {
         &self.component
     }
 
-    /// Runs `on-request` under `wall`.
-    pub async fn on_request(&mut self, request: &Request, wall: Duration) -> Result<Response, EventFailure> {
+    /// Runs `on-request` within the wall that `ends` then.
+    pub async fn on_request(&mut self, request: &Request, ends: Instant) -> Result<Response, EventFailure> {
         let data = self.store.data_mut();
-        data.wall_ends = Some(Instant::now() + wall);
+        data.wall_ends = Some(ends);
         data.wall_exceeded = false;
         self.store.set_epoch_deadline(1);
         let events = self.bindings.wasmkeep_actor_events();
         // The epoch check cuts a computing guest; the timer cuts one
         // waiting in a host call. Both end in the same failure.
         let run = events.call_on_request(&mut self.store, request);
-        let result = tokio::time::timeout(wall + crate::TICK * 2, run).await;
+        let result = tokio::time::timeout_at(timer(ends), run).await;
         self.store.data_mut().wall_ends = None;
         match result {
             Err(_elapsed) => Err(EventFailure::Wall),

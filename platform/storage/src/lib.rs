@@ -33,12 +33,6 @@ pub enum StoreError {
     Backend(String),
 }
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        Self::Backend(e.to_string())
-    }
-}
-
 /// What waking an actor found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {

@@ -14,6 +14,12 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{ActorStore, AppStore, Epoch, StoreError, StoredVersion, Wake, WriteBatch};
 
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Backend(e.to_string())
+    }
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS apps (
@@ -132,11 +138,11 @@ impl ActorStore for SqliteStore {
         let (app, class, name) = parts(actor);
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT key, value FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key >= ?4 AND key > ?5
+            "SELECT key, value FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key >= ?4 AND (?5 IS NULL OR key > ?5)
              ORDER BY key LIMIT ?6",
         )?;
         // Keys are sorted, so the first key past the prefix ends the page.
-        let rows = stmt.query_map(params![app, class, name, prefix, after.unwrap_or(""), limit as i64], |r| {
+        let rows = stmt.query_map(params![app, class, name, prefix, after, limit as i64], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
         })?;
         let mut out = Vec::new();
@@ -349,10 +355,19 @@ mod tests {
         let (_d, s) = store();
         let a = key("x");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(&a, epoch, &batch(&[("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]))).unwrap();
+        block(s.commit(
+            &a,
+            epoch,
+            &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]),
+        ))
+        .unwrap();
         block(s.commit(&a, epoch, &batch(&[("b", None), ("c", Some(b"33"))]))).unwrap();
         let all = block(s.list(&a, "", None, 100)).unwrap();
-        assert_eq!(all, vec![("a".to_string(), b"1".to_vec()), ("c".to_string(), b"33".to_vec())]);
+        // The empty key is a key like any other.
+        assert_eq!(
+            all,
+            vec![("".to_string(), b"0".to_vec()), ("a".to_string(), b"1".to_vec()), ("c".to_string(), b"33".to_vec())]
+        );
         let mut clear = batch(&[("z", Some(b"9"))]);
         clear.clear = true;
         block(s.commit(&a, epoch, &clear)).unwrap();

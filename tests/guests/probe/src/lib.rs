@@ -3,6 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
+use wasmkeep_sdk::bindings::wasmkeep::actor::{actors, sockets};
 use wasmkeep_sdk::{Actor, Request, Response, storage, values};
 
 /// Events this instance has run: lost at hibernation, unlike storage.
@@ -38,18 +39,45 @@ impl Actor for Probe {
                 panic!("the probe traps on purpose");
             }
             ("GET", "/loop") => {
+                storage::set_json("count", &(count() + 100)).unwrap();
                 let mut x: u64 = 0;
                 loop {
                     x = std::hint::black_box(x.wrapping_add(1));
                 }
             }
             ("GET", "/membomb") => {
+                storage::set_json("count", &(count() + 100)).unwrap();
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
                 loop {
                     hoard.push(vec![1u8; 1 << 20]);
                     std::hint::black_box(&hoard);
                 }
             }
+            ("GET", "/alloc") => {
+                // Holds `mb` MiB at once, then answers.
+                let mb: usize = param(&req, "mb").parse().unwrap_or(1);
+                let block = vec![7u8; mb << 20];
+                Response::text(200, std::hint::black_box(&block).len().to_string())
+            }
+            ("GET", "/sleep") => {
+                // Blocked in a host call (a WASI poll), after a write.
+                storage::set_json("count", &(count() + 100)).unwrap();
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
+                Response::text(200, "slept")
+            }
+            ("GET", "/call") => match actors::call(&param(&req, "to"), &actors::Request {
+                method: "GET".into(),
+                path: "/peek".into(),
+                headers: vec![],
+                body: vec![],
+            }) {
+                Ok(r) => Response::text(200, format!("answered {}", r.status)),
+                Err(actors::CallError::Failed(reason)) => Response::text(502, reason),
+                Err(e) => Response::text(502, format!("{e:?}")),
+            },
+            ("GET", "/sockets") => Response::json(200, &sockets::list()),
+            ("GET", "/send") => Response::text(200, format!("{:?}", sockets::send_text(1, "hi"))),
+            ("GET", "/") => Response::json(200, &json!({ "uri": req.uri })),
             ("GET", "/interval") => {
                 // Records when this event ran, under a key of its own.
                 let start = now_us();
@@ -119,7 +147,15 @@ impl Actor for Probe {
                 wasmkeep_sdk::delete_self();
                 Response::empty(204)
             }
-            ("GET", "/status") => Response::empty(param(&req, "code").parse().unwrap_or(200)),
+            ("GET", "/framing") => Response::text(200, "abc")
+                .header("content-length", "99")
+                .header("transfer-encoding", "chunked")
+                .header("connection", "close")
+                .header("x-wasmkeep-caller", "forged/by/actor"),
+            ("GET", "/status") => {
+                storage::set_json("count", &(count() + 100)).unwrap();
+                Response::empty(param(&req, "code").parse().unwrap_or(200))
+            }
             _ => Response::not_found(),
         }
     }
