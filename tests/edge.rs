@@ -3,11 +3,10 @@
 
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::{Access, Limits};
-use wasmkeep_tests::{TestNode, class, guests, test_limits};
+use wasmkeep_tests::{TestNode, class, guests, open_probe_node, test_limits};
 
 async fn node(limits: Limits) -> TestNode {
-    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
-    TestNode::start(limits, spec).await
+    open_probe_node(limits).await
 }
 
 #[tokio::test]

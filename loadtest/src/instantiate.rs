@@ -103,8 +103,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Arc::new(store),
         )
         .map_err(|e| e.to_string())?;
-        let spec =
-            VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)], required_values: vec![] };
+        let spec = VersionSpec {
+            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
+            required_values: vec![],
+        };
         let app = node.deploy("bench", "raw", spec).await.map_err(|e| e.to_string())?.app;
         // Hibernated actors woken one after another, as the raw layers run
         // one instantiation after another.

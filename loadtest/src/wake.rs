@@ -38,8 +38,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
         let probe = wasmkeep_tests::guests().probe.clone();
-        let spec =
-            VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)], required_values: vec![] };
+        let spec = VersionSpec {
+            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
+            required_values: vec![],
+        };
         let app = node.deploy("bench", "wake", spec).await.map_err(|e| e.to_string())?.app;
         let actor = |i: usize| RawAddress::split(&format!("probe/room-{i}")).unwrap();
         let fill = Request { method: "POST".into(), path: "/fill?n=99".into(), headers: vec![], body: vec![] };
@@ -74,7 +76,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             lone.push(t.elapsed());
         }
 
-        println!("wake: {n} hibernated actors of 100 keys, woken back to back (GET /peek, one read): {}", stats::summarize(back_to_back));
+        println!(
+            "wake: {n} hibernated actors of 100 keys, woken back to back (GET /peek, one read): {}",
+            stats::summarize(back_to_back)
+        );
         println!("wake: the same event on the resident actors: {}", stats::summarize(resident));
         println!("wake: a lone actor woken after a 10 ms pause: {}", stats::summarize(lone));
         Ok(())

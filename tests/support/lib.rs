@@ -75,6 +75,12 @@ pub fn probe_classes() -> Vec<ClassSpec> {
     ]
 }
 
+/// A node serving the probe as one `open` class, named `open`.
+pub async fn open_probe_node(limits: Limits) -> TestNode {
+    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
+    TestNode::start(limits, spec).await
+}
+
 /// A node serving one app on a real port, its store in a directory of its
 /// own (kept for a restart with [`TestNode::restart`]).
 pub struct TestNode {
