@@ -118,11 +118,11 @@ async fn events_run_in_arrival_order() {
     let mut tasks = Vec::new();
     for seq in 0..8 {
         let (client, url) = (n.client.clone(), n.url.clone());
-        let ms = if seq == 0 { 300 } else { 0 };
+        let ms = if seq == 0 { 1000 } else { 0 };
         tasks.push(tokio::spawn(async move {
             client.get(format!("{url}/actor/open/a/append?seq={seq}&ms={ms}")).send().await.unwrap().status().as_u16()
         }));
-        tokio::time::sleep(Duration::from_millis(40)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 200);

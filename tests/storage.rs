@@ -46,7 +46,7 @@ async fn an_idle_actor_hibernates_and_wakes_with_its_state() {
 
 #[tokio::test]
 async fn an_actor_busy_within_its_idle_time_stays_resident() {
-    let n = TestNode::start(Limits { idle_secs: 0.4, ..test_limits() }, spec()).await;
+    let n = TestNode::start(Limits { idle_secs: 1.0, ..test_limits() }, spec()).await;
     for _ in 0..6 {
         n.get("/actor/open/a/count").await;
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -113,3 +113,24 @@ fn a_bad_value_flag_or_limit_is_refused() {
     assert!(err.starts_with("wasmkeep: limits: unknown field"), "{err}");
     assert_eq!(err.lines().count(), 1);
 }
+
+#[test]
+fn a_failed_build_ends_in_one_line_naming_the_project() {
+    let app = tempfile::tempdir().unwrap();
+    let dir = app.path();
+    std::fs::write(dir.join("wasmkeep.toml"), "name = \"broken\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n")
+        .unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"cdylib\"]\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "this is not rust\n").unwrap();
+    let err = run_failing(dir, &[]);
+    // cargo's own messages come first; wasmkeep's verdict is the last line.
+    let last = err.lines().last().unwrap();
+    assert!(last.starts_with(&format!("wasmkeep: building {} failed", dir.join(".").display())), "{last}");
+    assert!(last.ends_with("cargo's messages are above"), "{last}");
+    assert!(err.contains("wasmkeep: building"), "progress is shown: {err}");
+}
