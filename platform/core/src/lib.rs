@@ -4,6 +4,8 @@
 
 pub mod access;
 pub mod actor_key;
+pub mod caller;
+pub mod deadline;
 pub mod header_range;
 pub mod limits;
 pub mod names;
