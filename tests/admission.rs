@@ -1,7 +1,7 @@
 //! Admission (DESIGN §3.3): every rule with its exact status, and its order.
 
 use wasmkeep_actors::{EventError, Request, VersionSpec};
-use wasmkeep_core::{Access, NameError, RawAddress, Refusal};
+use wasmkeep_core::{Access, Caller, Chain, NameError, Origin, RawAddress, Refusal};
 use wasmkeep_tests::{TestNode, class, eventually, guests, probe_classes, test_limits};
 
 async fn node_with_values(required: &[&str]) -> TestNode {
@@ -140,6 +140,11 @@ async fn existence_is_judged_before_capacity() {
     assert_eq!(n.get("/actor/open/b/").await.status, 503);
 }
 
+/// The origin of a call from the app's front.
+fn front() -> Origin {
+    Origin::Inside { caller: Caller::Front, chain: Chain::new() }
+}
+
 fn request(path: &str) -> Request {
     Request { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] }
 }
@@ -150,16 +155,16 @@ async fn inside_callers_create_existing_actors_and_reach_internal_ones() {
     let at = |a: &str| RawAddress::split(a).unwrap();
     // Outside: refused. Inside: created and served.
     assert_eq!(n.get("/actor/existing/e/count").await.status, 404);
-    let r = n.node.request(n.app, at("existing/e"), false, request("/count")).await.unwrap();
+    let r = n.node.request(n.app, at("existing/e"), front(), request("/count")).await.unwrap();
     assert_eq!(r.status, 200);
     // Created, it now exists for outside callers too.
     assert_eq!(n.get("/actor/existing/e/count").await.json()["count"], 2);
-    let r = n.node.request(n.app, at("internal/i"), false, request("/count")).await.unwrap();
+    let r = n.node.request(n.app, at("internal/i"), front(), request("/count")).await.unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(n.get("/actor/internal/i/peek").await.status, 403);
     // Inside callers meet the other rules as outside ones do.
-    let e = n.node.request(n.app, at("nope/x"), false, request("/")).await.unwrap_err();
+    let e = n.node.request(n.app, at("nope/x"), front(), request("/")).await.unwrap_err();
     assert_eq!(e, EventError::Refused(Refusal::NoSuchClass));
-    let e = n.node.request(n.app, at("internal/a\u{1}"), false, request("/")).await.unwrap_err();
+    let e = n.node.request(n.app, at("internal/a\u{1}"), front(), request("/")).await.unwrap_err();
     assert_eq!(e, EventError::Refused(Refusal::InvalidName(NameError::NameControl)));
 }

@@ -107,11 +107,8 @@ async fn the_actor_cannot_set_the_framing_headers() {
 }
 
 #[tokio::test]
-async fn host_sides_not_built_yet_say_so() {
+async fn sockets_are_truthfully_empty_until_upgrades_exist() {
     let n = node(test_limits()).await;
-    // Calls between actors are not routed yet: the call fails, truthfully.
-    let a = n.get("/actor/open/a/call?to=open/b").await;
-    assert_eq!((a.status, a.body.as_str()), (502, "calls between actors are not supported by this host yet"));
     // No socket exists: none is listed, none can be written to.
     assert_eq!(n.get("/actor/open/a/sockets").await.json(), serde_json::json!([]));
     assert_eq!(n.get("/actor/open/a/send").await.body, "Err(SocketError::NoSuchSocket)");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use wasmkeep_actors::{Node, NodeConfig, VersionSpec};
 use wasmkeep_core::{Access, Limits, RawAddress};
-use wasmkeep_runtime::{ActorHost, EngineConfig, Page, Request, Runtime, StorageError};
+use wasmkeep_runtime::{ActorHost, CallError, EngineConfig, Page, Request, Response, Runtime, StorageError};
 use wasmkeep_storage::SqliteStore;
 
 use crate::{flag, stats};
@@ -55,6 +55,9 @@ impl ActorHost for MemoryHost {
         Ok(())
     }
     fn delete_self(&mut self) {}
+    async fn call(&mut self, _address: String, _request: Request) -> Result<Response, CallError> {
+        Err(CallError::Failed("no calls in this benchmark".into()))
+    }
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -113,7 +116,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let actors = (n / 4).max(1);
         let target = |i: usize| RawAddress::split(&format!("probe/raw-{i}")).unwrap();
         for i in 0..actors {
-            node.request(app, target(i), true, peek.clone()).await.map_err(|e| e.to_string())?;
+            node.request(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
+                .await
+                .map_err(|e| e.to_string())?;
         }
         while node.awake_actors() > 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -124,7 +129,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
-            node.request(app, target(i), true, peek.clone()).await.map_err(|e| e.to_string())?;
+            node.request(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
+                .await
+                .map_err(|e| e.to_string())?;
             hosted.push(t.elapsed());
         }
 

@@ -48,22 +48,31 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
         // n actors of 100 keys each (99 filled, plus `count`).
         for i in 0..n {
-            node.request(app, actor(i), true, fill.clone()).await.map_err(|e| e.to_string())?;
-            node.request(app, actor(i), true, get("/count")).await.map_err(|e| e.to_string())?;
+            node.request(app, actor(i), wasmkeep_core::Origin::Outside, fill.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/count"))
+                .await
+                .map_err(|e| e.to_string())?;
         }
         wait_hibernated(&node).await?;
 
         let mut back_to_back = Vec::with_capacity(n);
         for i in 0..n {
             let t = Instant::now();
-            let r = node.request(app, actor(i), true, get("/peek")).await.map_err(|e| e.to_string())?;
+            let r = node
+                .request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+                .await
+                .map_err(|e| e.to_string())?;
             back_to_back.push(t.elapsed());
             assert_eq!(r.status, 200);
         }
         let mut resident = Vec::with_capacity(n);
         for i in 0..n {
             let t = Instant::now();
-            node.request(app, actor(i), true, get("/peek")).await.map_err(|e| e.to_string())?;
+            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+                .await
+                .map_err(|e| e.to_string())?;
             resident.push(t.elapsed());
         }
         wait_hibernated(&node).await?;
@@ -72,7 +81,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             wait_hibernated(&node).await?;
             tokio::time::sleep(Duration::from_millis(10)).await;
             let t = Instant::now();
-            node.request(app, actor(i), true, get("/peek")).await.map_err(|e| e.to_string())?;
+            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+                .await
+                .map_err(|e| e.to_string())?;
             lone.push(t.elapsed());
         }
 

@@ -13,8 +13,8 @@ use crate::admission::{Admitted, admit};
 use crate::event::{Event, EventError};
 use crate::mailbox::MailboxKey;
 use crate::storage_gate::{EventHost, Outcome};
-use wasmkeep_core::Refusal;
 use wasmkeep_core::response::check as check_response;
+use wasmkeep_core::{Chain, Origin, Refusal};
 
 /// What an awake actor holds between events. Dropping it hibernates the
 /// actor: the instance goes back to the pool, storage stays.
@@ -51,10 +51,10 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
     }
 }
 
-async fn handle(node: &NodeInner, key: &MailboxKey, residence: &mut Residence, event: Event) {
-    let Event { outside, request, arrived, reply } = event;
-    let result = match admit(node, key, residence, outside, arrived).await {
-        Ok(admitted) => execute(node, residence, admitted, &request).await,
+async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residence, event: Event) {
+    let Event { origin, request, arrived, reply } = event;
+    let result = match admit(node, key, residence, origin.is_outside(), arrived).await {
+        Ok(admitted) => execute(node, residence, admitted, origin, request).await,
         Err(refusal) => Err(refusal.into()),
     };
     // The caller may have gone; the event's effects stand regardless.
@@ -62,14 +62,27 @@ async fn handle(node: &NodeInner, key: &MailboxKey, residence: &mut Residence, e
 }
 
 async fn execute(
-    node: &NodeInner,
+    node: &Arc<NodeInner>,
     residence: &mut Residence,
     admitted: Admitted,
-    request: &Request,
+    origin: Origin,
+    mut request: Request,
 ) -> Result<Response, EventError> {
-    let Admitted { class, actor, epoch, values } = admitted;
+    let Admitted { class, actor, epoch, values, app } = admitted;
     // One wall for the event, instantiation included.
-    let ends = std::time::Instant::now() + node.limits.wall_per_event();
+    let started = std::time::Instant::now();
+    let ends = started + node.limits.wall_per_event();
+    // An inside caller's event says who calls; the host sets these, never
+    // a client (the edge removed the range) nor a guest.
+    let chain = match origin {
+        Origin::Outside => Chain::new(),
+        Origin::Inside { caller, chain } => {
+            request.headers.push(("x-wasmkeep-caller".into(), caller.header(&app.tenant).into_bytes()));
+            request.headers.push(("x-wasmkeep-chain".into(), chain.header().into_bytes()));
+            request.headers.push(("x-wasmkeep-app".into(), format!("{}/{}", app.tenant, app.name).into_bytes()));
+            chain
+        }
+    };
     // Each event runs on the active version's code: after a deploy the
     // old instance goes, and the next event starts a new one.
     if residence.instance.as_ref().is_some_and(|i| !Arc::ptr_eq(i.component(), &class.component)) {
@@ -78,7 +91,7 @@ async fn execute(
     let instance = match &mut residence.instance {
         Some(instance) => instance,
         slot @ None => {
-            let host = EventHost::new(node.store.clone(), actor.clone(), epoch, &node.limits);
+            let host = EventHost::new(node.clone(), actor.clone(), epoch);
             let instance = class.component.instantiate(host, ends).await.map_err(|f| {
                 tracing::warn!(%actor, "instantiation failed: {f:?}");
                 match f {
@@ -89,8 +102,8 @@ async fn execute(
             slot.insert(instance)
         }
     };
-    instance.host_mut().begin(epoch, values);
-    match instance.on_request(request, ends).await {
+    instance.host_mut().begin(epoch, values, started, chain);
+    match instance.on_request(&request, ends).await {
         Ok(response) => {
             if let Err(invalid) = check_response(response.status, &response.headers) {
                 // Not deliverable: its writes are dropped, like a trap's.

@@ -11,11 +11,12 @@ use wasmkeep_storage::{Epoch, Wake};
 
 use crate::NodeInner;
 use crate::actor::Residence;
-use crate::app::Class;
+use crate::app::{App, Class};
 use crate::mailbox::MailboxKey;
 
 /// What an admitted event runs with.
 pub(crate) struct Admitted {
+    pub app: Arc<App>,
     pub class: Arc<Class>,
     pub actor: ActorKey,
     pub epoch: Epoch,
@@ -65,5 +66,5 @@ pub(crate) async fn admit(
         let wait = (arrived + node.limits.admission_wait()).saturating_duration_since(Instant::now());
         residence.lease = Some(node.pool.lease(wait).await.ok_or(Refusal::Capacity)?);
     }
-    Ok(Admitted { class, actor, epoch, values })
+    Ok(Admitted { app, class, actor, epoch, values })
 }

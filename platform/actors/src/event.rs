@@ -2,7 +2,7 @@
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use wasmkeep_core::Refusal;
+use wasmkeep_core::{Origin, Refusal};
 use wasmkeep_runtime::{Request, Response};
 
 /// Why an event gave no response of the actor's.
@@ -28,9 +28,37 @@ pub enum EventError {
 
 /// One request event in a mailbox.
 pub(crate) struct Event {
-    pub outside: bool,
+    pub origin: Origin,
     pub request: Request,
     /// When the event arrived: its admission wait counts from here.
     pub arrived: Instant,
     pub reply: oneshot::Sender<Result<Response, EventError>>,
+}
+
+/// How an event's failure is answered: the one place that decides, for the
+/// public port and for calls alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorAnswer {
+    pub status: u16,
+    pub retry_after: Option<u32>,
+    /// For the client: no host detail.
+    pub text: String,
+}
+
+impl EventError {
+    pub fn answer(&self) -> ErrorAnswer {
+        let (status, retry_after) = match self {
+            Self::Refused(r) => match r {
+                Refusal::NoSuchApp | Refusal::NoSuchClass | Refusal::NoSuchActor => (404, None),
+                Refusal::InvalidName(_) => (400, None),
+                Refusal::Internal => (403, None),
+                Refusal::ValueMissing(_) => (503, Some(10)),
+                Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
+            },
+            Self::Trapped | Self::InvalidResponse => (500, None),
+            Self::Wall => (504, None),
+            Self::ShuttingDown => (503, Some(1)),
+        };
+        ErrorAnswer { status, retry_after, text: self.to_string() }
+    }
 }

@@ -4,29 +4,28 @@
 mod actor;
 mod admission;
 mod app;
+mod calls;
 mod event;
 mod mailbox;
+mod router;
 mod storage_gate;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::oneshot;
-use tokio::time::Instant;
-use wasmkeep_core::{AppId, Limits, RawAddress};
+use wasmkeep_core::{AppId, Limits, Origin, RawAddress};
 use wasmkeep_runtime::{EngineConfig, Runtime};
 use wasmkeep_scheduler::InstancePool;
 use wasmkeep_storage::Store;
 
 pub use app::{App, Class, ClassSpec, Version, VersionSpec};
-pub use event::EventError;
+pub use event::{ErrorAnswer, EventError};
 pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
 pub use wasmkeep_runtime::{Request, Response};
 
 use app::{StoredClass, StoredManifest};
-use event::Event;
-use mailbox::{MailboxKey, Mailboxes};
+use mailbox::Mailboxes;
 
 /// How a node is set up.
 #[derive(Debug, Clone)]
@@ -181,17 +180,15 @@ impl Node {
     }
 
     /// Delivers a request event to the actor at `target` and waits for its
-    /// answer. `outside` is true for an HTTP client at `/actor/`.
+    /// answer: from an HTTP client at `/actor/` (`Origin::Outside`) or an
+    /// inside caller.
     pub async fn request(
         &self,
         app: AppId,
         target: RawAddress,
-        outside: bool,
+        origin: Origin,
         request: Request,
     ) -> Result<Response, EventError> {
-        let (reply, answer) = oneshot::channel();
-        let event = Event { outside, request, arrived: Instant::now(), reply };
-        self.0.mailboxes.post(&self.0, MailboxKey { app, address: target }, event)?;
-        answer.await.unwrap_or(Err(EventError::ShuttingDown))
+        router::deliver(&self.0, app, target, origin, request).await
     }
 }

@@ -6,48 +6,76 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use wasmkeep_core::{ActorKey, Limits};
-use wasmkeep_runtime::{ActorHost, Page, StorageError};
+use std::time::Instant;
+
+use wasmkeep_core::{ActorKey, Chain};
+use wasmkeep_runtime::{ActorHost, CallError, Page, Request, Response, StorageError};
 use wasmkeep_storage::{Epoch, Store, StoreError, WriteBatch};
+
+use crate::NodeInner;
 
 /// Most entries one `list` answers.
 pub const LIST_LIMIT_MAX: u32 = 1000;
 
 /// The host of one resident actor, reset at the start of each event.
 pub struct EventHost {
-    store: Arc<dyn Store>,
-    key: ActorKey,
+    pub(crate) node: Arc<NodeInner>,
+    pub(crate) key: ActorKey,
     address: String,
     epoch: Epoch,
     values: Arc<BTreeMap<String, String>>,
     batch: WriteBatch,
     deleted: bool,
-    key_bytes: usize,
-    value_bytes: usize,
+    /// When the current event started: its calls' deadline counts from it.
+    pub(crate) started: Instant,
+    /// The actors waiting on the current event.
+    pub(crate) chain: Chain,
 }
 
 impl EventHost {
-    pub(crate) fn new(store: Arc<dyn Store>, key: ActorKey, epoch: Epoch, limits: &Limits) -> Self {
+    pub(crate) fn new(node: Arc<NodeInner>, key: ActorKey, epoch: Epoch) -> Self {
         Self {
             address: key.address.to_string(),
-            store,
+            node,
             key,
             epoch,
             values: Arc::default(),
             batch: WriteBatch::default(),
             deleted: false,
-            key_bytes: limits.storage_key_bytes as usize,
-            value_bytes: limits.storage_value_bytes as usize,
+            started: Instant::now(),
+            chain: Chain::new(),
         }
     }
 
-    /// Readies the host for an event: the owner epoch it commits under and
-    /// the app's values as the event starts.
-    pub(crate) fn begin(&mut self, epoch: Epoch, values: Arc<BTreeMap<String, String>>) {
+    fn store(&self) -> &dyn Store {
+        &*self.node.store
+    }
+
+    /// Readies the host for an event: the owner epoch it commits under,
+    /// the app's values, when it started and who waits on it.
+    pub(crate) fn begin(
+        &mut self,
+        epoch: Epoch,
+        values: Arc<BTreeMap<String, String>>,
+        started: Instant,
+        chain: Chain,
+    ) {
         self.epoch = epoch;
         self.values = values;
         self.batch = WriteBatch::default();
         self.deleted = false;
+        self.started = started;
+        self.chain = chain;
+    }
+
+    /// The output gate: commits the writes made so far, before an effect
+    /// leaves the actor (a call). The event's later writes commit at its end.
+    pub(crate) async fn flush(&mut self) -> Result<(), StoreError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.node.store.commit(&self.key, self.epoch, &batch).await
     }
 
     /// Commits the event's writes, or deletes the actor if it asked to be.
@@ -55,18 +83,19 @@ impl EventHost {
     pub(crate) async fn finish(&mut self) -> Result<Outcome, StoreError> {
         let batch = std::mem::take(&mut self.batch);
         if std::mem::take(&mut self.deleted) {
-            self.store.delete_actor(&self.key, self.epoch).await?;
+            self.store().delete_actor(&self.key, self.epoch).await?;
             return Ok(Outcome::Deleted);
         }
         if !batch.is_empty() {
-            self.store.commit(&self.key, self.epoch, &batch).await?;
+            self.store().commit(&self.key, self.epoch, &batch).await?;
         }
         Ok(Outcome::Kept)
     }
 
     fn check_key(&self, key: &str) -> Result<(), StorageError> {
-        if key.len() > self.key_bytes {
-            return Err(StorageError::TooLarge(format!("key is {} bytes; the limit is {}", key.len(), self.key_bytes)));
+        let limit = self.node.limits.storage_key_bytes as usize;
+        if key.len() > limit {
+            return Err(StorageError::TooLarge(format!("key is {} bytes; the limit is {limit}", key.len())));
         }
         Ok(())
     }
@@ -101,17 +130,14 @@ impl ActorHost for EventHost {
         if self.batch.clear {
             return Ok(None);
         }
-        self.store.get(&self.key, &key).await.map_err(unavailable)
+        self.store().get(&self.key, &key).await.map_err(unavailable)
     }
 
     fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
         self.check_key(&key)?;
-        if value.len() > self.value_bytes {
-            return Err(StorageError::TooLarge(format!(
-                "value is {} bytes; the limit is {}",
-                value.len(),
-                self.value_bytes
-            )));
+        let limit = self.node.limits.storage_value_bytes as usize;
+        if value.len() > limit {
+            return Err(StorageError::TooLarge(format!("value is {} bytes; the limit is {limit}", value.len())));
         }
         self.batch.writes.insert(key, Some(value));
         Ok(())
@@ -145,7 +171,7 @@ impl ActorHost for EventHost {
             (Vec::new(), true)
         } else {
             let want = limit + pending.len();
-            let rows = self.store.list(&self.key, &prefix, after, want + 1).await.map_err(unavailable)?;
+            let rows = self.store().list(&self.key, &prefix, after, want + 1).await.map_err(unavailable)?;
             let complete = rows.len() <= want;
             (rows.into_iter().take(want).collect::<Vec<_>>(), complete)
         };
@@ -176,6 +202,10 @@ impl ActorHost for EventHost {
     fn delete_self(&mut self) {
         self.deleted = true;
     }
+
+    async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {
+        crate::calls::call(self, address, request).await
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +218,9 @@ mod tests {
     async fn host_with(stored: &[&str]) -> (tempfile::TempDir, EventHost) {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+        let limits = wasmkeep_core::Limits { pool_instances: 4, front_slots: 1, ..Default::default() };
+        let node =
+            crate::Node::new(crate::NodeConfig { id: "n".into(), limits, cache_dir: None }, store.clone()).unwrap();
         let key = ActorKey { app: AppId(1), address: Address::parse("c/a").unwrap() };
         let Wake::Owned { epoch, .. } = store.wake(&key, true, "n").await.unwrap() else { panic!() };
         let batch = WriteBatch {
@@ -195,8 +228,8 @@ mod tests {
             writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect(),
         };
         store.commit(&key, epoch, &batch).await.unwrap();
-        let mut host = EventHost::new(store, key, epoch, &Limits::default());
-        host.begin(epoch, Arc::default());
+        let mut host = EventHost::new(node.0.clone(), key, epoch);
+        host.begin(epoch, Arc::default(), Instant::now(), Chain::new());
         (dir, host)
     }
 
@@ -268,12 +301,12 @@ mod tests {
         h.storage_set("b".into(), b"b".to_vec()).unwrap();
         assert_eq!(h.finish().await.unwrap(), Outcome::Kept);
         let epoch = h.epoch;
-        h.begin(epoch, Arc::default());
+        h.begin(epoch, Arc::default(), Instant::now(), Chain::new());
         assert_eq!(pages(&mut h, "", 0).await, vec![vec!["a", "b"]]);
         h.storage_set("c".into(), b"c".to_vec()).unwrap();
         h.delete_self();
         assert_eq!(h.finish().await.unwrap(), Outcome::Deleted);
-        h.begin(epoch, Arc::default());
+        h.begin(epoch, Arc::default(), Instant::now(), Chain::new());
         assert_eq!(pages(&mut h, "", 0).await, vec![Vec::<String>::new()]);
     }
 }

@@ -14,6 +14,22 @@ use crate::names::{ActorName, Address, ClassName, NameError};
 pub const FRONT_CLASS: &str = "_front";
 pub const FRONT_NAME: &str = "main";
 
+/// Where an event comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An HTTP client at `/actor/`.
+    Outside,
+    /// The app's front or one of its actors, with the actors waiting on
+    /// this event.
+    Inside { caller: Caller, chain: Chain },
+}
+
+impl Origin {
+    pub fn is_outside(&self) -> bool {
+        matches!(self, Self::Outside)
+    }
+}
+
 /// An inside caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Caller {

@@ -15,6 +15,7 @@ pub mod response;
 
 pub use access::Access;
 pub use actor_key::{ActorKey, AppId};
+pub use caller::{Caller, Chain, Origin};
 pub use limits::Limits;
 pub use names::{ActorName, Address, ClassName, NameError, RawAddress};
 pub use refusal::Refusal;

@@ -7,7 +7,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::Full;
 use wasmkeep_actors::{Node, Request, Response};
 use wasmkeep_core::path::ActorPath;
-use wasmkeep_core::{AppId, header_range};
+use wasmkeep_core::{AppId, Origin, header_range};
 
 use crate::HttpResponse;
 use crate::error::HttpError;
@@ -25,7 +25,7 @@ pub(crate) async fn handle(
         headers: parts.headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
         body: body.to_vec(),
     };
-    let response = node.request(app, target.address, true, request).await?;
+    let response = node.request(app, target.address, Origin::Outside, request).await?;
     Ok(to_http(response))
 }
 

@@ -33,31 +33,15 @@ impl From<Refusal> for HttpError {
 impl HttpError {
     pub(crate) fn into_response(self) -> HttpResponse {
         use StatusCode as S;
-        // The status and `Retry-After` are decided here; the text is the
-        // refusal's or the error's own, written for the client.
+        // An event's failure is answered as `EventError::answer` says, for
+        // HTTP as for calls; the port's own failures are decided here.
         let (status, retry_after, text): (StatusCode, Option<u32>, String) = match self {
-            Self::Event(EventError::Refused(r)) => {
-                let (status, retry_after) = match &r {
-                    Refusal::NoSuchApp | Refusal::NoSuchClass | Refusal::NoSuchActor => (S::NOT_FOUND, None),
-                    Refusal::InvalidName(_) => (S::BAD_REQUEST, None),
-                    Refusal::Internal => (S::FORBIDDEN, None),
-                    Refusal::ValueMissing(_) => (S::SERVICE_UNAVAILABLE, Some(10)),
-                    Refusal::Overloaded | Refusal::Capacity => (S::SERVICE_UNAVAILABLE, Some(1)),
-                    Refusal::StoreUnavailable(detail) => {
-                        tracing::warn!("store unavailable: {detail}");
-                        (S::SERVICE_UNAVAILABLE, Some(1))
-                    }
-                };
-                (status, retry_after, r.to_string())
-            }
             Self::Event(e) => {
-                let (status, retry_after) = match e {
-                    EventError::Refused(_) => unreachable!("matched above"),
-                    EventError::Trapped | EventError::InvalidResponse => (S::INTERNAL_SERVER_ERROR, None),
-                    EventError::Wall => (S::GATEWAY_TIMEOUT, None),
-                    EventError::ShuttingDown => (S::SERVICE_UNAVAILABLE, Some(1)),
-                };
-                (status, retry_after, e.to_string())
+                if let EventError::Refused(Refusal::StoreUnavailable(detail)) = &e {
+                    tracing::warn!("store unavailable: {detail}");
+                }
+                let a = e.answer();
+                (StatusCode::from_u16(a.status).unwrap_or(S::INTERNAL_SERVER_ERROR), a.retry_after, a.text)
             }
             Self::BodyTooLarge(limit) => (S::PAYLOAD_TOO_LARGE, None, format!("request body is over {limit} bytes")),
             Self::BodyUnreadable => (S::BAD_REQUEST, None, "request body could not be read".into()),

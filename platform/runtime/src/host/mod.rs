@@ -36,6 +36,8 @@ pub trait ActorHost: Send + 'static {
     fn storage_delete_all(&mut self) -> Result<(), StorageError>;
     /// Marks the actor deleted; the runtime deletes it when the event ends.
     fn delete_self(&mut self);
+    /// Calls another actor of the app and waits for its answer.
+    fn call(&mut self, address: String, request: Request) -> impl Future<Output = Result<Response, CallError>> + Send;
 }
 
 /// A store's data: WASI's context, the guest's limits and the actor's host.

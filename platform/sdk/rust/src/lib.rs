@@ -34,6 +34,7 @@ pub mod bindings {
     });
 }
 
+pub mod actors;
 mod http;
 pub mod storage;
 

@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use wasmkeep_sdk::bindings::wasmkeep::actor::{actors, sockets};
+use wasmkeep_sdk::bindings::wasmkeep::actor::sockets;
 use wasmkeep_sdk::{Actor, Request, Response, storage, values};
 
 /// Events this instance has run: lost at hibernation, unlike storage.
@@ -65,16 +65,40 @@ impl Actor for Probe {
                 std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
                 Response::text(200, "slept")
             }
-            ("GET", "/call") => match actors::call(&param(&req, "to"), &actors::Request {
-                method: "GET".into(),
-                path: "/peek".into(),
-                headers: vec![],
-                body: vec![],
-            }) {
-                Ok(r) => Response::text(200, format!("answered {}", r.status)),
-                Err(actors::CallError::Failed(reason)) => Response::text(502, reason),
-                Err(e) => Response::text(502, format!("{e:?}")),
-            },
+            ("GET", "/call") => {
+                // Calls `to` with `path` (and a body of `mb` MiB), after a
+                // write of its own; answers what came back, as JSON.
+                storage::set_json("count", &(count() + 1)).unwrap();
+                let body = vec![b'x'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20];
+                let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
+                let answer = wasmkeep_sdk::actors::call(&param(&req, "to"), Request {
+                    method: "GET".into(),
+                    uri: path,
+                    headers: vec![("x-wasmkeep-caller".into(), b"forged".to_vec())],
+                    body,
+                });
+                if param(&req, "then") == "trap" {
+                    panic!("the probe traps after its call");
+                }
+                Response::json(200, &match answer {
+                    Ok(r) => json!({
+                        "status": r.status,
+                        "headers": r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+                        "body": String::from_utf8_lossy(&r.body),
+                    }),
+                    Err(wasmkeep_sdk::actors::CallError::Failed(reason)) => json!({ "error": "failed", "reason": reason }),
+                    Err(e) => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
+                })
+            }
+            ("GET", "/whoami") => {
+                let h = |n: &str| req.header(n).map(str::to_owned);
+                Response::json(200, &json!({
+                    "caller": h("x-wasmkeep-caller"),
+                    "chain": h("x-wasmkeep-chain"),
+                    "app": h("x-wasmkeep-app"),
+                    "callers": req.headers.iter().filter(|(n, _)| n == "x-wasmkeep-caller").count(),
+                }))
+            }
             ("GET", "/sockets") => Response::json(200, &sockets::list()),
             ("GET", "/send") => Response::text(200, format!("{:?}", sockets::send_text(1, "hi"))),
             ("GET", "/") => Response::json(200, &json!({ "uri": req.uri })),
