@@ -58,6 +58,9 @@ impl ActorHost for MemoryHost {
     async fn call(&mut self, _address: String, _request: Request) -> Result<Response, CallError> {
         Err(CallError::Failed("no calls in this benchmark".into()))
     }
+    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
+        calls.iter().map(|_| Err(CallError::Failed("no calls in this benchmark".into()))).collect()
+    }
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -206,6 +206,10 @@ impl ActorHost for EventHost {
     async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {
         crate::calls::call(self, address, request).await
     }
+
+    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
+        crate::calls::call_many(self, calls).await
+    }
 }
 
 #[cfg(test)]

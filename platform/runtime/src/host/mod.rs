@@ -4,6 +4,7 @@
 //! what an operation means for this actor.
 
 mod actors;
+mod calls;
 mod self_;
 mod sockets;
 mod storage;
@@ -38,6 +39,11 @@ pub trait ActorHost: Send + 'static {
     fn delete_self(&mut self);
     /// Calls another actor of the app and waits for its answer.
     fn call(&mut self, address: String, request: Request) -> impl Future<Output = Result<Response, CallError>> + Send;
+    /// Calls several at once; one result per entry, in input order.
+    fn call_many(
+        &mut self,
+        calls: Vec<(String, Request)>,
+    ) -> impl Future<Output = Vec<Result<Response, CallError>>> + Send;
 }
 
 /// A store's data: WASI's context, the guest's limits and the actor's host.
@@ -72,13 +78,14 @@ impl<H: Send> WasiView for ActorState<H> {
 }
 
 /// Links everything an actor may import: WASI 0.2 and the package's
-/// interfaces that have a host side. `calls` is not linked yet, so a
-/// component importing it is refused at deploy, naming it.
+/// interfaces. Outbound HTTP is not linked yet, so a component importing
+/// it is refused at deploy, naming it.
 pub(crate) fn actor_linker<H: ActorHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<ActorState<H>>> {
     use crate::bindings::wasmkeep::actor as wit;
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wit::actors::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    wit::calls::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::storage::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::sockets::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::self_::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;

@@ -35,6 +35,7 @@ pub mod bindings {
 }
 
 pub mod actors;
+pub mod calls;
 mod http;
 pub mod storage;
 

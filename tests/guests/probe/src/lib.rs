@@ -90,6 +90,37 @@ impl Actor for Probe {
                     Err(e) => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
                 })
             }
+            ("GET", "/many") => {
+                // One call-many: to each of `to` (comma separated) at the
+                // matching entry of `paths` (`|` separated) or at `path`,
+                // each with a body of `mb` MiB.
+                let to = param(&req, "to");
+                let targets: Vec<&str> = if to.is_empty() { vec![] } else { to.split(',').collect() };
+                let paths = param(&req, "paths");
+                let paths: Vec<&str> = paths.split('|').collect();
+                let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
+                let mb = param(&req, "mb").parse::<usize>().unwrap_or(0);
+                let entries: Vec<(&str, Request)> = targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let p = paths.get(i).filter(|p| !p.is_empty()).map(|p| p.to_string()).unwrap_or(path.clone());
+                        (*t, Request { method: "GET".into(), uri: p, headers: vec![], body: vec![b'x'; mb << 20] })
+                    })
+                    .collect();
+                let answers = wasmkeep_sdk::calls::call_many(&entries);
+                let out: Vec<_> = answers
+                    .into_iter()
+                    .map(|a| match a {
+                        Ok(r) => json!({ "status": r.status, "len": r.body.len(),
+                            "body": String::from_utf8_lossy(&r.body[..r.body.len().min(200)]) }),
+                        Err(wasmkeep_sdk::actors::CallError::Failed(reason)) => json!({ "error": "failed", "reason": reason }),
+                        Err(e) => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
+                    })
+                    .collect();
+                Response::json(200, &out)
+            }
+            ("GET", "/blob") => Response::empty(200).body(vec![b'b'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20]),
             ("GET", "/whoami") => {
                 let h = |n: &str| req.header(n).map(str::to_owned);
                 Response::json(200, &json!({

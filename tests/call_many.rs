@@ -1,0 +1,146 @@
+//! `calls.call-many` from an actor (seed 0025): batch bounds, bodies each
+//! way, order, concurrency, duplicates, per-entry errors, one deadline,
+//! chains and sibling cycles.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use wasmkeep_actors::VersionSpec;
+use wasmkeep_core::Limits;
+use wasmkeep_tests::{TestNode, probe_classes, test_limits};
+
+async fn node(limits: Limits) -> TestNode {
+    TestNode::start(limits, VersionSpec { classes: probe_classes(), required_values: vec![] }).await
+}
+
+fn enc(s: &str) -> String {
+    s.replace('%', "%25").replace('?', "%3F").replace('&', "%26").replace('=', "%3D").replace('|', "%7C")
+}
+
+/// The results of one batch made by `from`.
+async fn many(n: &TestNode, from: &str, to: &[&str], paths: &[&str], mb: usize) -> Vec<Value> {
+    let url = format!("/actor/{from}/many?to={}&paths={}&mb={mb}", to.join(","), enc(&paths.join("|")));
+    let a = n.get(&url).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json().as_array().unwrap().clone()
+}
+
+async fn count(n: &TestNode, actor: &str) -> u64 {
+    n.get(&format!("/actor/{actor}/peek")).await.json()["count"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn an_empty_batch_answers_an_empty_list() {
+    let n = node(test_limits()).await;
+    assert!(many(&n, "open/a", &[], &[], 0).await.is_empty());
+}
+
+#[tokio::test]
+async fn more_than_16_entries_start_none_and_fail_every_entry() {
+    let n = node(test_limits()).await;
+    let to = vec!["open/b"; 17];
+    let r = many(&n, "open/a", &to, &vec!["/count"; 17], 0).await;
+    assert_eq!(r.len(), 17);
+    for e in &r {
+        assert_eq!(e["reason"], "too many calls: at most 16 in one call-many");
+    }
+    assert_eq!(count(&n, "open/b").await, 0, "no call was started");
+    // 16 is allowed: duplicates are 16 events on the one callee.
+    let r = many(&n, "open/a", &vec!["open/b"; 16], &vec!["/count"; 16], 0).await;
+    assert!(r.iter().all(|e| e["status"] == 200));
+    assert_eq!(count(&n, "open/b").await, 16);
+}
+
+#[tokio::test]
+async fn requests_over_16_mib_together_start_none() {
+    let n = node(test_limits()).await;
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/count", "/count"], 9).await;
+    assert_eq!(r.iter().map(|e| e["error"].clone()).collect::<Vec<_>>(), vec!["TooLarge", "TooLarge"]);
+    assert_eq!(count(&n, "open/b").await + count(&n, "open/c").await, 0);
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/count", "/count"], 7).await;
+    assert!(r.iter().all(|e| e["status"] == 200));
+}
+
+#[tokio::test]
+async fn answers_over_16_mib_together_fail_the_entry_that_overflows() {
+    let n = node(test_limits()).await;
+    let r = many(&n, "open/a", &["open/b", "open/c", "open/d"], &["/blob?mb=7"; 3], 0).await;
+    let too_large = r.iter().filter(|e| e["error"] == "TooLarge").count();
+    let whole = r.iter().filter(|e| e["len"] == 7 << 20).count();
+    assert_eq!((too_large, whole), (1, 2), "{r:?}");
+}
+
+#[tokio::test]
+async fn answers_come_in_input_order_one_per_entry() {
+    let n = node(test_limits()).await;
+    let to = ["open/d", "open/b", "existing/new", "open/c"];
+    let r = many(&n, "open/a", &to, &["/address"; 4], 0).await;
+    let bodies: Vec<&str> = r.iter().map(|e| e["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, to, "an `existing` callee is created for an inside caller");
+}
+
+#[tokio::test]
+async fn entries_run_concurrently() {
+    let n = node(test_limits()).await;
+    let to = ["open/b", "open/c", "open/d", "open/e"];
+    let r = many(&n, "open/a", &to, &["/interval?ms=200"; 4], 0).await;
+    assert!(r.iter().all(|e| e["status"] == 200));
+    // Each callee recorded when it ran: the four intervals overlap.
+    let mut starts = Vec::new();
+    let mut ends = Vec::new();
+    for t in to {
+        let iv = n.get(&format!("/actor/{t}/intervals")).await.json();
+        let (s, e) = iv[0].as_str().unwrap().split_once('-').unwrap();
+        starts.push(s.parse::<u128>().unwrap());
+        ends.push(e.parse::<u128>().unwrap());
+    }
+    assert!(starts.iter().max() < ends.iter().min(), "starts {starts:?} ends {ends:?}");
+}
+
+#[tokio::test]
+async fn errors_are_per_entry() {
+    let n = node(test_limits()).await;
+    let r = many(
+        &n,
+        "open/a",
+        &["nonsense", "open/a", "open/b", "open/c"],
+        &["/peek", "/peek", "/trap-after-write", "/count"],
+        0,
+    )
+    .await;
+    assert_eq!(r[0]["error"], "InvalidAddress");
+    assert_eq!(r[1]["error"], "Reentrant");
+    assert_eq!((r[2]["error"].as_str(), r[2]["reason"].as_str()), (Some("failed"), Some("the callee failed")));
+    assert_eq!(r[3]["status"], 200);
+}
+
+#[tokio::test]
+async fn one_deadline_for_the_batch_keeps_the_answers_that_came() {
+    let n = node(Limits { wall_per_event_secs: 2.0, ..test_limits() }).await;
+    let started = std::time::Instant::now();
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/sleep?ms=1800", "/count"], 0).await;
+    assert_eq!(r[0]["error"], "Timeout");
+    assert_eq!(r[1]["status"], 200);
+    assert!(started.elapsed() < Duration::from_millis(2000));
+}
+
+#[tokio::test]
+async fn entries_carry_the_single_calls_chain_and_siblings_are_not_in_it() {
+    let n = node(test_limits()).await;
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/whoami", "/call?to=open/b&path=/whoami"], 0).await;
+    let who: Value = serde_json::from_str(r[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(who["chain"], "open/a");
+    // c calling its sibling b is legitimate: it waits, then runs.
+    assert_eq!(r[1]["status"], 200, "{r:?}");
+}
+
+#[tokio::test]
+async fn a_cycle_between_siblings_ends_in_timeout_and_all_serve_again() {
+    let n = node(Limits { wall_per_event_secs: 2.0, ..test_limits() }).await;
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/call?to=open/c&path=/peek", "/call?to=open/b&path=/peek"], 0)
+        .await;
+    assert_eq!((r[0]["error"].as_str(), r[1]["error"].as_str()), (Some("Timeout"), Some("Timeout")), "{r:?}");
+    for a in ["open/a", "open/b", "open/c"] {
+        assert_eq!(n.get(&format!("/actor/{a}/peek")).await.status, 200);
+    }
+}
