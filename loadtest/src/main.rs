@@ -7,8 +7,10 @@
 //! target/release/wasmkeep-loadtest http-events   # one actor, a write per event, over HTTP
 //! target/release/wasmkeep-loadtest wake          # waking a hibernated actor holding 100 keys
 //! target/release/wasmkeep-loadtest instantiate   # the host's cost over raw instantiation
+//! target/release/wasmkeep-loadtest call          # actors.call round trip, guest to guest
 //! ```
 
+mod call;
 mod http_events;
 mod instantiate;
 mod stats;
@@ -26,7 +28,8 @@ fn main() -> ExitCode {
         "http-events" => http_events::run(rest),
         "wake" => wake::run(rest),
         "instantiate" => instantiate::run(rest),
-        _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate [--flag value]...".to_string()),
+        "call" => call::run(rest),
+        _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call [--flag value]...".to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -120,6 +120,21 @@ impl Actor for Probe {
                     .collect();
                 Response::json(200, &out)
             }
+            ("GET", "/call-bench") => {
+                // `n` calls to `to`, each timed inside the guest: the round
+                // trip guest to guest, in nanoseconds.
+                let to = param(&req, "to");
+                let n: usize = param(&req, "n").parse().unwrap_or(100);
+                let mut nanos = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let t = std::time::Instant::now();
+                    let r = wasmkeep_sdk::actors::call(&to, Request::get("/ping"));
+                    nanos.push(t.elapsed().as_nanos() as u64);
+                    assert!(r.is_ok_and(|r| r.status == 200));
+                }
+                Response::json(200, &nanos)
+            }
+            ("GET", "/ping") => Response::empty(200),
             ("GET", "/blob") => Response::empty(200).body(vec![b'b'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20]),
             ("GET", "/whoami") => {
                 let h = |n: &str| req.header(n).map(str::to_owned);
