@@ -3,11 +3,8 @@
 //! (`GET /ping`). Through the node: the callee's mailbox, admission, the
 //! event, the storage gate, and the answer back.
 
-use std::sync::Arc;
-
-use wasmkeep_actors::{Node, NodeConfig, Request, VersionSpec};
-use wasmkeep_core::{Access, Limits, Origin, RawAddress};
-use wasmkeep_storage::SqliteStore;
+use wasmkeep_actors::Request;
+use wasmkeep_core::{Limits, Origin, RawAddress};
 
 use crate::{flag, stats};
 
@@ -15,19 +12,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let n: usize = flag(args, "--n", 2000)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let body = async move {
-        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
-        let node = Node::new(
-            NodeConfig { id: "bench".into(), limits: Limits::default(), cache_dir: Some(wasmkeep_tests::cache_dir()) },
-            Arc::new(store),
-        )
-        .map_err(|e| e.to_string())?;
-        let probe = wasmkeep_tests::guests().probe.clone();
-        let spec = VersionSpec {
-            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
-            required_values: vec![],
-        };
-        let app = node.deploy("bench", "call", spec).await.map_err(|e| e.to_string())?.app;
+        let probe_node = crate::probe_node::start(Limits::default(), "call").await?;
+        let (node, app) = (&probe_node.node, probe_node.app);
         let get = |path: String| Request { method: "GET".into(), path, headers: vec![], body: vec![] };
         // Warm both actors, then measure.
         node.request(app, RawAddress::split("probe/callee").unwrap(), Origin::Outside, get("/ping".into()))

@@ -16,10 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmkeep_actors::{Node, NodeConfig, VersionSpec};
-use wasmkeep_core::{Access, Limits, RawAddress};
+use wasmkeep_core::{Limits, RawAddress};
 use wasmkeep_runtime::{ActorHost, CallError, EngineConfig, Page, Request, Response, Runtime, StorageError};
-use wasmkeep_storage::SqliteStore;
 
 use crate::{flag, stats};
 
@@ -102,18 +100,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             raw_event.push(t.elapsed());
         }
 
-        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
-        let node = Node::new(
-            NodeConfig { id: "bench".into(), limits, cache_dir: Some(wasmkeep_tests::cache_dir()) },
-            Arc::new(store),
-        )
-        .map_err(|e| e.to_string())?;
-        let spec = VersionSpec {
-            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
-            required_values: vec![],
-        };
-        let app = node.deploy("bench", "raw", spec).await.map_err(|e| e.to_string())?.app;
+        let probe_node = crate::probe_node::start(limits, "raw").await?;
+        let (node, app) = (&probe_node.node, probe_node.app);
         // Hibernated actors woken one after another, as the raw layers run
         // one instantiation after another.
         let actors = (n / 4).max(1);

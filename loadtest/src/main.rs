@@ -13,6 +13,7 @@
 mod call;
 mod http_events;
 mod instantiate;
+mod probe_node;
 mod stats;
 mod wake;
 

@@ -9,12 +9,10 @@
 //! waking up). The raw instantiation figures of `instantiate --gap-ms`
 //! show how much of the second is the machine's rather than the host's.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmkeep_actors::{Node, NodeConfig, Request, VersionSpec};
-use wasmkeep_core::{Access, Limits, RawAddress};
-use wasmkeep_storage::SqliteStore;
+use wasmkeep_actors::{Node, Request};
+use wasmkeep_core::{Limits, RawAddress};
 
 use crate::{flag, stats};
 
@@ -29,20 +27,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // On a worker thread, as a request is: block_on's own thread is not
     // one, and a hop to a worker would be counted as the host's.
     let body = async move {
-        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
-        let limits = Limits { idle_secs: 0.2, ..Limits::default() };
-        let node = Node::new(
-            NodeConfig { id: "bench".into(), limits, cache_dir: Some(wasmkeep_tests::cache_dir()) },
-            Arc::new(store),
-        )
-        .map_err(|e| e.to_string())?;
-        let probe = wasmkeep_tests::guests().probe.clone();
-        let spec = VersionSpec {
-            classes: vec![wasmkeep_tests::class("probe", Access::Open, &probe)],
-            required_values: vec![],
-        };
-        let app = node.deploy("bench", "wake", spec).await.map_err(|e| e.to_string())?.app;
+        let probe_node = crate::probe_node::start(Limits { idle_secs: 0.2, ..Limits::default() }, "wake").await?;
+        let (node, app) = (&probe_node.node, probe_node.app);
         let actor = |i: usize| RawAddress::split(&format!("probe/room-{i}")).unwrap();
         let fill = Request { method: "POST".into(), path: "/fill?n=99".into(), headers: vec![], body: vec![] };
 
@@ -55,7 +41,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        wait_hibernated(&node).await?;
+        wait_hibernated(node).await?;
 
         let mut back_to_back = Vec::with_capacity(n);
         for i in 0..n {
@@ -75,10 +61,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             resident.push(t.elapsed());
         }
-        wait_hibernated(&node).await?;
+        wait_hibernated(node).await?;
         let mut lone = Vec::new();
         for i in 0..n.min(100) {
-            wait_hibernated(&node).await?;
+            wait_hibernated(node).await?;
             tokio::time::sleep(Duration::from_millis(10)).await;
             let t = Instant::now();
             node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))

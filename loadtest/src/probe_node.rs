@@ -1,0 +1,30 @@
+//! A node on a fresh SQLite store serving the test probe as class `probe`:
+//! what the in-process scenarios measure.
+
+use std::sync::Arc;
+
+use wasmkeep_actors::{Node, NodeConfig, VersionSpec};
+use wasmkeep_core::{Access, AppId, Limits};
+use wasmkeep_storage::SqliteStore;
+
+/// The node, its app, and the directory its store lives in (kept alive).
+pub struct ProbeNode {
+    pub node: Node,
+    pub app: AppId,
+    _data: tempfile::TempDir,
+}
+
+pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> {
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
+    let node = Node::new(
+        NodeConfig { id: "bench".into(), limits, cache_dir: Some(wasmkeep_tests::cache_dir()) },
+        Arc::new(store),
+    )
+    .map_err(|e| e.to_string())?;
+    let probe = &wasmkeep_tests::guests().probe;
+    let spec =
+        VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, probe)], required_values: vec![] };
+    let app = node.deploy("bench", app_name, spec).await.map_err(|e| e.to_string())?.app;
+    Ok(ProbeNode { node, app, _data: data })
+}
