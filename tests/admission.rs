@@ -5,8 +5,11 @@ use wasmkeep_core::{Access, Caller, Chain, NameError, Origin, RawAddress, Refusa
 use wasmkeep_tests::{TestNode, class, eventually, guests, probe_classes, test_limits};
 
 async fn node_with_values(required: &[&str]) -> TestNode {
-    let spec =
-        VersionSpec { classes: probe_classes(), required_values: required.iter().map(|s| s.to_string()).collect() };
+    let spec = VersionSpec {
+        front: None,
+        classes: probe_classes(),
+        required_values: required.iter().map(|s| s.to_string()).collect(),
+    };
     TestNode::start(test_limits(), spec).await
 }
 
@@ -117,7 +120,11 @@ async fn capacity_waits_for_an_instance_then_refuses_with_503() {
         idle_secs: 1.0,
         ..test_limits()
     };
-    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("open", Access::Open, &guests().probe)],
+        required_values: vec![],
+    };
     let n = TestNode::start(limits, spec).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
     let started = std::time::Instant::now();
@@ -133,7 +140,8 @@ async fn capacity_waits_for_an_instance_then_refuses_with_503() {
 #[tokio::test]
 async fn existence_is_judged_before_capacity() {
     let limits = wasmkeep_core::Limits { pool_instances: 2, front_slots: 1, admission_wait_secs: 0.2, ..test_limits() };
-    let n = TestNode::start(limits, VersionSpec { classes: probe_classes(), required_values: vec![] }).await;
+    let n =
+        TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
     // The pool is full, but a missing `existing` actor is 404, not 503.
     assert_eq!(n.get("/actor/existing/nobody/").await.status, 404);

@@ -7,14 +7,10 @@ use std::time::Duration;
 use serde_json::Value;
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::Limits;
-use wasmkeep_tests::{TestNode, probe_classes, test_limits};
+use wasmkeep_tests::{TestNode, enc, probe_classes, test_limits};
 
 async fn node(limits: Limits) -> TestNode {
-    TestNode::start(limits, VersionSpec { classes: probe_classes(), required_values: vec![] }).await
-}
-
-fn enc(s: &str) -> String {
-    s.replace('%', "%25").replace('?', "%3F").replace('&', "%26").replace('=', "%3D").replace('|', "%7C")
+    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await
 }
 
 /// The results of one batch made by `from`.

@@ -60,7 +60,7 @@ async fn a_body_over_the_limit_is_413() {
 }
 
 #[tokio::test]
-async fn a_component_importing_what_the_host_lacks_is_refused_naming_it() {
+async fn a_component_the_host_cannot_serve_is_refused_naming_why() {
     let store = wasmkeep_storage::SqliteStore::open(&tempfile::tempdir().unwrap().keep().join("s.db")).unwrap();
     let node = wasmkeep_actors::Node::new(
         wasmkeep_actors::NodeConfig {
@@ -72,21 +72,44 @@ async fn a_component_importing_what_the_host_lacks_is_refused_naming_it() {
     )
     .unwrap();
     // `calls` has its host side: a component importing it deploys.
-    let spec = VersionSpec { classes: vec![class("fan", Access::Open, &guests().uses_calls)], required_values: vec![] };
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("fan", Access::Open, &guests().uses_calls)],
+        required_values: vec![],
+    };
     node.deploy("t", "fan", spec).await.unwrap();
 
-    let spec = VersionSpec { classes: vec![class("web", Access::Open, &guests().uses_http)], required_values: vec![] };
-    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
-    // wasmtime names the first import it cannot satisfy.
-    assert_eq!(err, "class web: component imports `wasi:http/types@0.2.12`, which this host does not provide");
+    // Outbound HTTP goes through the egress sender: it links.
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("web", Access::Open, &guests().uses_http)],
+        required_values: vec![],
+    };
+    node.deploy("t", "web", spec).await.unwrap();
 
-    let spec = VersionSpec { classes: vec![class("junk", Access::Open, b"not wasm")], required_values: vec![] };
+    // A front has no storage: an actor deployed as a front is refused,
+    // naming the first import wasmtime cannot satisfy.
+    let spec = VersionSpec { front: Some(guests().probe.clone()), classes: vec![], required_values: vec![] };
+    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
+    assert!(err.starts_with("front: component imports `wasmkeep:actor/"), "{err}");
+    assert!(err.ends_with("`, which this host does not provide"), "{err}");
+
+    // A front deployed as an actor class lacks the events export.
+    let spec =
+        VersionSpec { front: None, classes: vec![class("f", Access::Open, &guests().front)], required_values: vec![] };
+    let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
+    assert!(err.starts_with("class f: component does not export the `wasmkeep:actor/events@0.2.0` interface"), "{err}");
+    assert!(!err.contains('\n'));
+
+    let spec =
+        VersionSpec { front: None, classes: vec![class("junk", Access::Open, b"not wasm")], required_values: vec![] };
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert!(err.starts_with("class junk: not a valid component"), "{err}");
     assert!(!err.contains('\n'));
 
     let probe = &guests().probe;
     let spec = VersionSpec {
+        front: None,
         classes: vec![class("a", Access::Open, probe), class("a", Access::Open, probe)],
         required_values: vec![],
     };

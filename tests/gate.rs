@@ -80,7 +80,11 @@ async fn no_answer_leaves_before_its_writes_are_durable() {
         inner: SqliteStore::open(&data.path().join("store.db")).unwrap(),
         fail: AtomicBool::new(false),
     });
-    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("open", Access::Open, &guests().probe)],
+        required_values: vec![],
+    };
     let n = TestNode::start_with(data, store.clone(), test_limits(), spec).await;
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
 

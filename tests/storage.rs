@@ -10,6 +10,7 @@ use wasmkeep_tests::{TestNode, class, eventually, guests, test_limits};
 fn spec() -> VersionSpec {
     let probe = &guests().probe;
     VersionSpec {
+        front: None,
         classes: vec![class("open", Access::Open, probe), class("existing", Access::Existing, probe)],
         required_values: vec![],
     }

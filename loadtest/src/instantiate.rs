@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmkeep_core::{Limits, RawAddress};
-use wasmkeep_runtime::{ActorHost, CallError, EngineConfig, Page, Request, Response, Runtime, StorageError};
+use wasmkeep_runtime::{ActorHost, CallError, EngineConfig, GuestHost, Page, Request, Response, Runtime, StorageError};
 
 use crate::{flag, stats};
 
@@ -27,12 +27,21 @@ struct MemoryHost {
     kv: BTreeMap<String, Vec<u8>>,
 }
 
+impl GuestHost for MemoryHost {
+    fn value(&self, _name: &str) -> Option<String> {
+        None
+    }
+    async fn call(&mut self, _address: String, _request: Request) -> Result<Response, CallError> {
+        Err(CallError::Failed("no calls in this benchmark".into()))
+    }
+    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
+        calls.iter().map(|_| Err(CallError::Failed("no calls in this benchmark".into()))).collect()
+    }
+}
+
 impl ActorHost for MemoryHost {
     fn address(&self) -> String {
         "probe/raw".into()
-    }
-    fn value(&self, _name: &str) -> Option<String> {
-        None
     }
     async fn storage_get(&mut self, key: String) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.kv.get(&key).cloned())
@@ -53,12 +62,6 @@ impl ActorHost for MemoryHost {
         Ok(())
     }
     fn delete_self(&mut self) {}
-    async fn call(&mut self, _address: String, _request: Request) -> Result<Response, CallError> {
-        Err(CallError::Failed("no calls in this benchmark".into()))
-    }
-    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
-        calls.iter().map(|_| Err(CallError::Failed("no calls in this benchmark".into()))).collect()
-    }
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -71,7 +74,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let probe = wasmkeep_tests::guests().probe.clone();
         let limits = Limits { idle_secs: 0.05, ..Limits::default() };
         let engine = EngineConfig { instances: limits.pool_instances, memory_bytes: limits.memory_bytes };
-        let runtime: Runtime<MemoryHost> =
+        let runtime: Runtime<MemoryHost, MemoryHost> =
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
         let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
         let peek = Request { method: "GET".into(), path: "/peek".into(), headers: vec![], body: vec![] };

@@ -23,8 +23,11 @@ pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> 
     )
     .map_err(|e| e.to_string())?;
     let probe = &wasmkeep_tests::guests().probe;
-    let spec =
-        VersionSpec { classes: vec![wasmkeep_tests::class("probe", Access::Open, probe)], required_values: vec![] };
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![wasmkeep_tests::class("probe", Access::Open, probe)],
+        required_values: vec![],
+    };
     let app = node.deploy("bench", app_name, spec).await.map_err(|e| e.to_string())?.app;
     Ok(ProbeNode { node, app, _data: data })
 }

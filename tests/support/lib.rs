@@ -22,6 +22,8 @@ pub fn repo() -> PathBuf {
 /// once per test process (cargo makes a second process wait and reuse).
 pub struct Guests {
     pub probe: Vec<u8>,
+    /// The test front (world `front`).
+    pub front: Vec<u8>,
     pub uses_calls: Vec<u8>,
     pub uses_http: Vec<u8>,
 }
@@ -45,7 +47,12 @@ pub fn guests() -> &'static Guests {
             let path = target.join("wasm32-wasip2/release").join(format!("{name}.wasm"));
             std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         };
-        Guests { probe: read("probe"), uses_calls: read("uses_calls"), uses_http: read("uses_http") }
+        Guests {
+            probe: read("probe"),
+            front: read("front"),
+            uses_calls: read("uses_calls"),
+            uses_http: read("uses_http"),
+        }
     })
 }
 
@@ -77,7 +84,11 @@ pub fn probe_classes() -> Vec<ClassSpec> {
 
 /// A node serving the probe as one `open` class, named `open`.
 pub async fn open_probe_node(limits: Limits) -> TestNode {
-    let spec = VersionSpec { classes: vec![class("open", Access::Open, &guests().probe)], required_values: vec![] };
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("open", Access::Open, &guests().probe)],
+        required_values: vec![],
+    };
     TestNode::start(limits, spec).await
 }
 
@@ -173,6 +184,11 @@ impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// Percent-encodes what a query value must not hold raw.
+pub fn enc(s: &str) -> String {
+    s.replace('%', "%25").replace('?', "%3F").replace('&', "%26").replace('=', "%3D").replace('|', "%7C")
 }
 
 /// Waits until `cond` holds, checking every 10 ms, for at most `limit`.

@@ -8,8 +8,9 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use wasmkeep_core::{Access, AppId, ClassName};
-use wasmkeep_runtime::ActorComponent;
+use wasmkeep_runtime::{ActorComponent, FrontComponent};
 
+use crate::front::FrontHost;
 use crate::storage_gate::EventHost;
 
 /// A class of a version: its access level and its component.
@@ -22,6 +23,8 @@ pub struct Class {
 /// An active version of an app.
 pub struct Version {
     pub number: i64,
+    /// The front, which serves every path outside `/actor/`, if any.
+    pub front: Option<Arc<FrontComponent<FrontHost>>>,
     pub classes: HashMap<String, Arc<Class>>,
     pub required_values: Vec<String>,
 }
@@ -74,10 +77,11 @@ impl App {
     }
 }
 
-/// What a deploy gives the node: the classes with their components, and
-/// the values the app requires.
-#[derive(Debug, Clone)]
+/// What a deploy gives the node: the front's component if any, the classes
+/// with their components, and the values the app requires.
+#[derive(Debug, Clone, Default)]
 pub struct VersionSpec {
+    pub front: Option<Vec<u8>>,
     pub classes: Vec<ClassSpec>,
     pub required_values: Vec<String>,
 }
@@ -92,6 +96,8 @@ pub struct ClassSpec {
 /// A version's manifest as the store keeps it (components by hash apart).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredManifest {
+    #[serde(default)]
+    pub front: bool,
     pub classes: Vec<StoredClass>,
     pub required_values: Vec<String>,
 }

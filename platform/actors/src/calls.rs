@@ -1,57 +1,97 @@
-//! `actors.call` (DESIGN §3.7) and `calls.call-many` (seed 0025): an actor
-//! calling others of its app. The checks run in their order, each
-//! answering at once; a call then goes through the output gate and the
-//! router, and waits at most until the caller's call deadline.
+//! `actors.call` (DESIGN §3.7) and `calls.call-many` (seed 0025), for
+//! actors and fronts alike: the checks run in their order, each answering
+//! at once; a call then passes the caller's gate and bounds, goes through
+//! the router, and waits at most until the caller's call deadline. What
+//! differs between an actor and a front is its [`CallSide`].
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use wasmkeep_core::deadline::actor_call_deadline;
-use wasmkeep_core::{Address, AppId, Caller, Origin, RawAddress, Refusal, header_range};
+use wasmkeep_core::{Address, AppId, Caller, Chain, Origin, RawAddress, Refusal, header_range};
 use wasmkeep_runtime::{CallError, Request, Response};
+use wasmkeep_scheduler::{FrontBusy, FrontWait};
 
 use crate::NodeInner;
 use crate::event::EventError;
+use crate::mailbox::MailboxKey;
 use crate::router;
-use crate::storage_gate::EventHost;
 
-pub(crate) async fn call(host: &mut EventHost, address: String, request: Request) -> Result<Response, CallError> {
+/// A front call past the per-actor bound.
+pub(crate) const FRONT_BUSY_ACTOR: &str = "front busy: too many front calls waiting on this actor";
+/// A front call past the per-node bound.
+pub(crate) const FRONT_BUSY_NODE: &str = "front busy: too many front calls waiting on this node";
+
+/// Who makes a call: an actor's event or a front's request.
+pub(crate) trait CallSide: Send {
+    fn node(&self) -> &Arc<NodeInner>;
+    fn app(&self) -> AppId;
+    fn caller(&self) -> Caller;
+    /// The actors waiting on the caller (a front is never in a chain).
+    fn chain(&self) -> &Chain;
+    /// The caller's call deadline for a call starting at `now`.
+    fn deadline(&self, now: Instant) -> Instant;
+    /// The output gate: what must be durable before a call leaves.
+    fn gate(&mut self) -> impl Future<Output = Result<(), CallError>> + Send;
+    /// The caller's bound on waiting calls: a front's per-actor and
+    /// per-node bounds; none for an actor.
+    fn hold(&self, _callee: &MailboxKey) -> Result<Option<FrontWait<MailboxKey>>, FrontBusy> {
+        Ok(None)
+    }
+    /// Counts one call's outcome (a front's metrics).
+    fn count(&self, _outcome: &Result<Response, CallError>) {}
+}
+
+pub(crate) async fn call<S: CallSide>(side: &mut S, address: String, request: Request) -> Result<Response, CallError> {
+    let result = checked_call(side, address, request).await;
+    side.count(&result);
+    result
+}
+
+async fn checked_call<S: CallSide>(side: &mut S, address: String, request: Request) -> Result<Response, CallError> {
     let callee = Address::parse(&address).map_err(|_| CallError::InvalidAddress)?;
-    if request.body.len() as u64 > host.node.limits.body_bytes {
+    if request.body.len() as u64 > side.node().limits.body_bytes {
         return Err(CallError::TooLarge);
     }
-    let caller = Caller::Actor(host.key.address.clone());
-    if host.chain.is_reentrant(&caller, &callee) {
+    if side.chain().is_reentrant(&side.caller(), &callee) {
         return Err(CallError::Reentrant);
     }
-    let deadline = deadline(host);
+    let deadline = side.deadline(Instant::now());
     if Instant::now() >= deadline {
         return Err(CallError::Timeout);
     }
-    gate(host).await?;
-    send(host, callee, request, deadline).await
+    side.gate().await?;
+    let delivery = Delivery::new(side, callee, request);
+    let wait = side.hold(&delivery.key()).map_err(busy)?;
+    delivery.send(deadline, wait).await
 }
 
-/// `calls.call-many` (seed 0025): every entry is a call made by the code
-/// above, all started at once under one deadline, answered in input order.
-pub(crate) async fn call_many(host: &mut EventHost, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
-    let limits = &host.node.limits;
+/// `calls.call-many` (seed 0025): every entry is a call checked as above,
+/// all started at once under one deadline, answered in input order.
+pub(crate) async fn call_many<S: CallSide>(
+    side: &mut S,
+    calls: Vec<(String, Request)>,
+) -> Vec<Result<Response, CallError>> {
+    let limits = &side.node().limits;
     let n = calls.len();
-    let all = |e: CallError| (0..n).map(|_| Err(e.clone())).collect::<Vec<_>>();
-    // Whole-batch refusals: nothing is started.
-    if n > limits.call_many_entries as usize {
-        return all(CallError::Failed(format!(
-            "too many calls: at most {} in one call-many",
-            limits.call_many_entries
-        )));
+    // Whole-batch refusals: nothing is started, and a front counts the
+    // batch once, however long its list.
+    let refusal = if n > limits.call_many_entries as usize {
+        Some(CallError::Failed(format!("too many calls: at most {} in one call-many", limits.call_many_entries)))
+    } else if calls.iter().map(|(_, r)| r.body.len() as u64).sum::<u64>() > limits.body_bytes {
+        Some(CallError::TooLarge)
+    } else {
+        None
+    };
+    if let Some(e) = refusal {
+        side.count(&Err(e.clone()));
+        return (0..n).map(|_| Err(e.clone())).collect();
     }
-    if calls.iter().map(|(_, r)| r.body.len() as u64).sum::<u64>() > limits.body_bytes {
-        return all(CallError::TooLarge);
-    }
-    let deadline = deadline(host);
-    let caller = Caller::Actor(host.key.address.clone());
+
+    let deadline = side.deadline(Instant::now());
+    let caller = side.caller();
     let mut results: Vec<Option<Result<Response, CallError>>> = (0..n).map(|_| None).collect();
-    let mut started = Vec::new();
+    let mut checked = Vec::new();
     for (i, (address, request)) in calls.into_iter().enumerate() {
         let Ok(callee) = Address::parse(&address) else {
             results[i] = Some(Err(CallError::InvalidAddress));
@@ -59,27 +99,33 @@ pub(crate) async fn call_many(host: &mut EventHost, calls: Vec<(String, Request)
         };
         if Instant::now() >= deadline {
             results[i] = Some(Err(CallError::Timeout));
-        } else if host.chain.is_reentrant(&caller, &callee) {
+        } else if side.chain().is_reentrant(&caller, &callee) {
             results[i] = Some(Err(CallError::Reentrant));
         } else {
-            started.push((i, callee, request));
+            checked.push((i, callee, request));
         }
     }
-    if !started.is_empty()
-        && let Err(e) = gate(host).await
+    if !checked.is_empty()
+        && let Err(e) = side.gate().await
     {
-        for (i, _, _) in started.drain(..) {
+        for (i, _, _) in checked.drain(..) {
             results[i] = Some(Err(e.clone()));
         }
     }
-    // Siblings run concurrently; none is in another's chain.
+    // Siblings run concurrently; none is in another's chain. Each holds
+    // its place under the caller's bounds while it waits.
     let mut running = tokio::task::JoinSet::new();
-    for (i, callee, request) in started {
-        let delivery = Delivery::new(host, callee, request);
-        running.spawn(async move { (i, delivery.send(deadline).await) });
+    for (i, callee, request) in checked {
+        let delivery = Delivery::new(side, callee, request);
+        match side.hold(&delivery.key()) {
+            Ok(wait) => {
+                running.spawn(async move { (i, delivery.send(deadline, wait).await) });
+            }
+            Err(b) => results[i] = Some(Err(busy(b))),
+        }
     }
     // Answers count against the batch's response budget as they arrive.
-    let mut budget = host.node.limits.body_bytes;
+    let mut budget = side.node().limits.body_bytes;
     while let Some(joined) = running.join_next().await {
         let Ok((i, result)) = joined else { continue };
         results[i] = Some(match result {
@@ -91,31 +137,19 @@ pub(crate) async fn call_many(host: &mut EventHost, calls: Vec<(String, Request)
             Err(e) => Err(e),
         });
     }
-    results.into_iter().map(|r| r.unwrap_or(Err(CallError::Failed("the call did not complete".into())))).collect()
+    let results: Vec<_> =
+        results.into_iter().map(|r| r.unwrap_or(Err(CallError::Failed("the call did not complete".into())))).collect();
+    for r in &results {
+        side.count(r);
+    }
+    results
 }
 
-/// The caller's call deadline, now.
-fn deadline(host: &EventHost) -> Instant {
-    let limits = &host.node.limits;
-    actor_call_deadline(
-        host.started,
-        limits.wall_per_event(),
-        Instant::now(),
-        Duration::from_secs_f64(limits.call_limit_secs),
-    )
-}
-
-/// The output gate: nothing leaves the actor before the writes made before
-/// it are durable.
-async fn gate(host: &mut EventHost) -> Result<(), CallError> {
-    host.flush().await.map_err(|e| {
-        tracing::warn!(actor = %host.key, "commit before a call failed: {e}");
-        CallError::Failed("store unavailable".into())
+fn busy(b: FrontBusy) -> CallError {
+    CallError::Failed(match b {
+        FrontBusy::Actor => FRONT_BUSY_ACTOR.into(),
+        FrontBusy::Node => FRONT_BUSY_NODE.into(),
     })
-}
-
-async fn send(host: &EventHost, callee: Address, request: Request, deadline: Instant) -> Result<Response, CallError> {
-    Delivery::new(host, callee, request).send(deadline).await
 }
 
 /// One call on its way: everything it needs, owned, so a batch can run its
@@ -129,15 +163,21 @@ struct Delivery {
 }
 
 impl Delivery {
-    fn new(host: &EventHost, callee: Address, mut request: Request) -> Self {
+    fn new<S: CallSide>(side: &S, callee: Address, mut request: Request) -> Self {
         // The range is the host's: what the caller set of it goes.
         header_range::strip_pairs(&mut request.headers);
-        let caller = Caller::Actor(host.key.address.clone());
-        let origin = Origin::Inside { chain: host.chain.extended_by(&caller), caller };
-        Self { node: host.node.clone(), app: host.key.app, callee, origin, request }
+        let caller = side.caller();
+        let origin = Origin::Inside { chain: side.chain().extended_by(&caller), caller };
+        Self { node: side.node().clone(), app: side.app(), callee, origin, request }
     }
 
-    async fn send(self, deadline: Instant) -> Result<Response, CallError> {
+    fn key(&self) -> MailboxKey {
+        MailboxKey { app: self.app, address: RawAddress::from(&self.callee) }
+    }
+
+    /// Sends the call and waits for its answer until `deadline`; `_wait`,
+    /// the caller's place under its bounds, ends with it.
+    async fn send(self, deadline: Instant, _wait: Option<FrontWait<MailboxKey>>) -> Result<Response, CallError> {
         let target = RawAddress::from(&self.callee);
         let delivery = router::deliver(&self.node, self.app, target, self.origin, self.request);
         match tokio::time::timeout_at(deadline.into(), delivery).await {
@@ -171,4 +211,17 @@ fn answer(e: EventError) -> Result<Response, CallError> {
         }
     };
     Err(CallError::Failed(reason.into()))
+}
+
+/// How a front's call is counted in `wasmkeep_front_calls_total`.
+pub(crate) fn outcome(result: &Result<Response, CallError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(CallError::InvalidAddress) => "invalid_address",
+        Err(CallError::TooLarge) => "too_large",
+        Err(CallError::Timeout) => "timeout",
+        Err(CallError::Reentrant) => "reentrant",
+        Err(CallError::Failed(reason)) if reason == FRONT_BUSY_ACTOR || reason == FRONT_BUSY_NODE => "busy",
+        Err(CallError::Failed(_)) => "failed",
+    }
 }

@@ -6,7 +6,9 @@ mod admission;
 mod app;
 mod calls;
 mod event;
+mod front;
 mod mailbox;
+mod metrics;
 mod router;
 mod storage_gate;
 
@@ -16,16 +18,19 @@ use std::sync::{Arc, RwLock};
 
 use wasmkeep_core::{AppId, Limits, Origin, RawAddress};
 use wasmkeep_runtime::{EngineConfig, Runtime};
-use wasmkeep_scheduler::InstancePool;
+use wasmkeep_scheduler::{FrontWaits, InstancePool};
 use wasmkeep_storage::Store;
+use wasmkeep_telemetry::Metrics;
 
 pub use app::{App, Class, ClassSpec, Version, VersionSpec};
 pub use event::{ErrorAnswer, EventError};
+pub use front::{FrontError, FrontHost};
 pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
+pub use wasmkeep_runtime::FrontBody;
 pub use wasmkeep_runtime::{Request, Response};
 
 use app::{StoredClass, StoredManifest};
-use mailbox::Mailboxes;
+use mailbox::{MailboxKey, Mailboxes};
 
 /// How a node is set up.
 #[derive(Debug, Clone)]
@@ -40,6 +45,8 @@ pub struct NodeConfig {
 /// A deploy that could not be made. One line, naming what was wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployFailure {
+    #[error("front: {0}")]
+    Front(wasmkeep_runtime::DeployError),
     #[error("class {class}: {error}")]
     Component { class: String, error: wasmkeep_runtime::DeployError },
     #[error("class {0} is named twice")]
@@ -47,6 +54,9 @@ pub enum DeployFailure {
     #[error("store: {0}")]
     Store(#[from] wasmkeep_storage::StoreError),
 }
+
+/// The front's entry among a version's component hashes.
+const FRONT_KEY: &str = "_front";
 
 /// What a deploy made active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +74,15 @@ pub struct Node(Arc<NodeInner>);
 pub(crate) struct NodeInner {
     pub id: String,
     pub limits: Limits,
-    pub runtime: Runtime<EventHost>,
+    pub runtime: Runtime<EventHost, FrontHost>,
     pub store: Arc<dyn Store>,
+    /// The instances actors may hold.
     pub pool: InstancePool,
+    /// The instances front requests may hold.
+    pub front_slots: InstancePool,
+    /// The calls fronts have waiting, per callee and in all.
+    pub front_waits: FrontWaits<MailboxKey>,
+    pub metrics: Arc<Metrics>,
     apps: RwLock<HashMap<AppId, Arc<App>>>,
     pub mailboxes: Mailboxes,
 }
@@ -85,6 +101,12 @@ impl Node {
         Ok(Self(Arc::new(NodeInner {
             id: config.id,
             pool: InstancePool::new(config.limits.actor_instances() as usize),
+            front_slots: InstancePool::new(config.limits.front_slots as usize),
+            front_waits: FrontWaits::new(
+                config.limits.front_calls_per_actor() as usize,
+                config.limits.front_calls_per_node() as usize,
+            ),
+            metrics: Arc::new(Metrics::default()),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
             limits: config.limits,
             runtime,
@@ -99,6 +121,21 @@ impl Node {
 
     pub fn app(&self, id: AppId) -> Option<Arc<App>> {
         self.0.app(id)
+    }
+
+    /// The node's counters.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.0.metrics
+    }
+
+    /// Front requests holding a slot now.
+    pub fn front_slots_in_use(&self) -> usize {
+        self.0.front_slots.in_use()
+    }
+
+    /// Calls the node's fronts have waiting now.
+    pub fn front_calls_waiting(&self) -> usize {
+        self.0.front_waits.waiting()
     }
 
     /// Actors holding a pool instance now.
@@ -122,6 +159,16 @@ impl Node {
         }
         let mut classes = HashMap::new();
         let mut hashes = BTreeMap::new();
+        let front = match &spec.front {
+            Some(wasm) => {
+                let component = inner.runtime.load_front(wasm).map_err(DeployFailure::Front)?;
+                inner.store.put_component(component.hash(), wasm).await?;
+                // Class names start with a letter: no clash.
+                hashes.insert(FRONT_KEY.to_owned(), component.hash().to_owned());
+                Some(Arc::new(component))
+            }
+            None => None,
+        };
         for c in &spec.classes {
             let component = inner
                 .runtime
@@ -133,6 +180,7 @@ impl Node {
             classes.insert(c.name.to_string(), Arc::new(class));
         }
         let manifest = StoredManifest {
+            front: front.is_some(),
             classes: spec
                 .classes
                 .iter()
@@ -158,7 +206,7 @@ impl Node {
             }
         };
         let app = self.app_entry(app_id, tenant, app_name).await?;
-        app.activate(Arc::new(Version { number, classes, required_values: spec.required_values }));
+        app.activate(Arc::new(Version { number, front, classes, required_values: spec.required_values }));
         Ok(Deployed { app: app_id, version: number, new })
     }
 

@@ -71,6 +71,11 @@ impl Mailboxes {
         true
     }
 
+    /// Each awake actor with the events queued for it, not yet running.
+    pub(crate) fn queued(&self) -> Vec<(MailboxKey, usize)> {
+        self.lock().iter().map(|(k, tx)| (k.clone(), tx.max_capacity() - tx.capacity())).collect()
+    }
+
     /// Actors with a task now (awake, or about to hibernate).
     pub(crate) fn len(&self) -> usize {
         self.lock().len()

@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use std::time::Instant;
 
-use wasmkeep_core::{ActorKey, Chain};
-use wasmkeep_runtime::{ActorHost, CallError, Page, Request, Response, StorageError};
+use wasmkeep_core::deadline::actor_call_deadline;
+use wasmkeep_core::{ActorKey, AppId, Caller, Chain};
+use wasmkeep_runtime::{ActorHost, CallError, GuestHost, Page, Request, Response, StorageError};
 use wasmkeep_storage::{Epoch, Store, StoreError, WriteBatch};
 
 use crate::NodeInner;
+use crate::calls::CallSide;
 
 /// Most entries one `list` answers.
 pub const LIST_LIMIT_MAX: u32 = 1000;
@@ -113,13 +115,55 @@ fn unavailable(e: StoreError) -> StorageError {
     StorageError::Unavailable("the store is unavailable".into())
 }
 
+impl GuestHost for EventHost {
+    fn value(&self, name: &str) -> Option<String> {
+        self.values.get(name).cloned()
+    }
+
+    async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {
+        crate::calls::call(self, address, request).await
+    }
+
+    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
+        crate::calls::call_many(self, calls).await
+    }
+}
+
+/// An actor calls with its address and chain, under the deadline its
+/// event's start sets, and through the output gate.
+impl CallSide for EventHost {
+    fn node(&self) -> &Arc<NodeInner> {
+        &self.node
+    }
+
+    fn app(&self) -> AppId {
+        self.key.app
+    }
+
+    fn caller(&self) -> Caller {
+        Caller::Actor(self.key.address.clone())
+    }
+
+    fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    fn deadline(&self, now: Instant) -> Instant {
+        let limits = &self.node.limits;
+        actor_call_deadline(self.started, limits.wall_per_event(), now, limits.call_limit())
+    }
+
+    async fn gate(&mut self) -> Result<(), CallError> {
+        self.flush().await.map_err(|e| {
+            tracing::warn!(actor = %self.key, "commit before a call failed: {e}");
+            CallError::Failed("store unavailable".into())
+        })
+    }
+}
+
 impl ActorHost for EventHost {
     fn address(&self) -> String {
         self.address.clone()
-    }
-
-    fn value(&self, name: &str) -> Option<String> {
-        self.values.get(name).cloned()
     }
 
     async fn storage_get(&mut self, key: String) -> Result<Option<Vec<u8>>, StorageError> {
@@ -201,14 +245,6 @@ impl ActorHost for EventHost {
 
     fn delete_self(&mut self) {
         self.deleted = true;
-    }
-
-    async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {
-        crate::calls::call(self, address, request).await
-    }
-
-    async fn call_many(&mut self, calls: Vec<(String, Request)>) -> Vec<Result<Response, CallError>> {
-        crate::calls::call_many(self, calls).await
     }
 }
 

@@ -33,6 +33,33 @@ pub struct DevArgs {
     /// A TOML file of limits overriding policies/limits.toml's defaults.
     #[arg(long)]
     pub limits: Option<PathBuf>,
+    /// Where the metrics listener serves `/metrics` (Prometheus) and
+    /// `/healthz`. None unless given.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+/// The components of an app, each cargo project built once.
+#[derive(Default)]
+struct Components {
+    built: std::collections::BTreeMap<PathBuf, PathBuf>,
+}
+
+impl Components {
+    fn wasm(&mut self, component: &Component) -> Result<Vec<u8>, String> {
+        let path = match component {
+            Component::Wasm(path) => path.clone(),
+            Component::Cargo(dir) => match self.built.get(dir) {
+                Some(path) => path.clone(),
+                None => {
+                    let path = build::cargo_component(dir)?;
+                    self.built.insert(dir.clone(), path.clone());
+                    path
+                }
+            },
+        };
+        std::fs::read(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+    }
 }
 
 fn parse_value(s: &str) -> Result<(String, String), String> {
@@ -46,24 +73,15 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     let manifest = manifest::load(&args.app_dir)?;
     let limits = config::limits(args.limits.as_deref())?;
 
-    let mut classes = Vec::new();
-    let mut built: std::collections::BTreeMap<PathBuf, PathBuf> = std::collections::BTreeMap::new();
-    if manifest.classes.iter().any(|c| matches!(c.component, Component::Cargo(_))) {
+    let mut components = Components::default();
+    let all = manifest.front.iter().chain(manifest.classes.iter().map(|c| &c.component));
+    if all.into_iter().any(|c| matches!(c, Component::Cargo(_))) {
         build::ensure_target(&args.app_dir)?;
     }
+    let front = manifest.front.as_ref().map(|c| components.wasm(c)).transpose()?;
+    let mut classes = Vec::new();
     for class in &manifest.classes {
-        let path = match &class.component {
-            Component::Wasm(path) => path.clone(),
-            Component::Cargo(dir) => match built.get(dir) {
-                Some(path) => path.clone(),
-                None => {
-                    let path = build::cargo_component(dir)?;
-                    built.insert(dir.clone(), path.clone());
-                    path
-                }
-            },
-        };
-        let wasm = std::fs::read(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let wasm = components.wasm(&class.component)?;
         classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
     }
 
@@ -76,18 +94,33 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
 
     eprintln!("wasmkeep: deploying {}", manifest.name);
     let deployed = node
-        .deploy(DEV_TENANT, &manifest.name, VersionSpec { classes, required_values: manifest.required_values.clone() })
+        .deploy(
+            DEV_TENANT,
+            &manifest.name,
+            VersionSpec { front, classes, required_values: manifest.required_values.clone() },
+        )
         .await
         .map_err(|e| format!("deploying {}: {e}", manifest.name))?;
     for (name, value) in &args.values {
         node.set_value(deployed.app, name, value).await.map_err(|e| format!("setting value {name}: {e}"))?;
     }
 
+    if let Some(addr) = args.metrics_listen {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("wasmkeep: metrics on http://{addr}/metrics");
+        let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(node.clone())];
+        tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("wasmkeep: serving {} (version {}) on http://{addr}", manifest.name, deployed.version);
+    if manifest.front.is_some() {
+        eprintln!("  /  (the front: every path outside /actor/)");
+    }
     for class in &manifest.classes {
         eprintln!("  /actor/{}/<name>/  ({})", class.name, class.access.as_str());
     }

@@ -3,6 +3,7 @@
 //! ```toml
 //! name = "counter"
 //! values = ["GREETING"]        # values the app requires (optional)
+//! front = "front"              # the front: a cargo project or a .wasm (optional)
 //!
 //! [classes.counter]
 //! access = "open"              # open | existing | internal
@@ -21,6 +22,7 @@ struct RawManifest {
     name: String,
     #[serde(default)]
     values: Vec<String>,
+    front: Option<String>,
     #[serde(default)]
     classes: BTreeMap<String, RawClass>,
 }
@@ -37,6 +39,8 @@ struct RawClass {
 pub struct Manifest {
     pub name: String,
     pub required_values: Vec<String>,
+    /// The front, serving every path outside `/actor/`.
+    pub front: Option<Component>,
     pub classes: Vec<ClassEntry>,
 }
 
@@ -80,8 +84,8 @@ fn parse(text: &str, app_dir: &Path) -> Result<Manifest, String> {
     if raw.name.len() > 63 || !raw.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err(format!("name: `{}` must be 1-63 of a-z, 0-9 and '-'", raw.name));
     }
-    if raw.classes.is_empty() {
-        return Err("classes: the app has no class; add a [classes.<name>] table".into());
+    if raw.classes.is_empty() && raw.front.is_none() {
+        return Err("classes: the app has neither a front nor a class; add a [classes.<name>] table".into());
     }
     for (i, v) in raw.values.iter().enumerate() {
         if v.is_empty() || v.chars().any(|c| c.is_control() || c == '=') {
@@ -94,20 +98,26 @@ fn parse(text: &str, app_dir: &Path) -> Result<Manifest, String> {
         let class = ClassName::parse(&name).map_err(|e| format!("{field}: {e}"))?;
         let access = Access::parse(&c.access)
             .ok_or_else(|| format!("{field}.access: `{}` is not one of open, existing, internal", c.access))?;
-        let path = app_dir.join(&c.component);
-        let component = if c.component.ends_with(".wasm") {
-            if !path.is_file() {
-                return Err(format!("{field}.component: no file {}", path.display()));
-            }
-            Component::Wasm(path)
-        } else if path.join("Cargo.toml").is_file() {
-            Component::Cargo(path)
-        } else {
-            return Err(format!("{field}.component: {} is neither a .wasm file nor a cargo project", path.display()));
-        };
+        let component = component(&format!("{field}.component"), app_dir, &c.component)?;
         classes.push(ClassEntry { name: class, access, component });
     }
-    Ok(Manifest { name: raw.name, required_values: raw.values, classes })
+    let front = raw.front.map(|f| component("front", app_dir, &f)).transpose()?;
+    Ok(Manifest { name: raw.name, required_values: raw.values, front, classes })
+}
+
+/// Where `field`'s component, `given` relative to the app, comes from.
+fn component(field: &str, app_dir: &Path, given: &str) -> Result<Component, String> {
+    let path = app_dir.join(given);
+    if given.ends_with(".wasm") {
+        if !path.is_file() {
+            return Err(format!("{field}: no file {}", path.display()));
+        }
+        Ok(Component::Wasm(path))
+    } else if path.join("Cargo.toml").is_file() {
+        Ok(Component::Cargo(path))
+    } else {
+        Err(format!("{field}: {} is neither a .wasm file nor a cargo project", path.display()))
+    }
 }
 
 #[cfg(test)]
@@ -134,6 +144,17 @@ mod tests {
         assert_eq!(m.classes[0].access, Access::Internal);
         assert_eq!(m.classes[0].component, Component::Cargo(d.path().join(".")));
         assert_eq!(m.classes[1].component, Component::Wasm(d.path().join("c.wasm")));
+        assert_eq!(m.front, None);
+    }
+
+    #[test]
+    fn reads_a_front() {
+        let d = dir();
+        let m = parse("name = \"shop\"\nfront = \"c.wasm\"\n", d.path()).unwrap();
+        assert_eq!(m.front, Some(Component::Wasm(d.path().join("c.wasm"))));
+        assert!(m.classes.is_empty(), "a front alone is an app");
+        let m = parse("name = \"shop\"\nfront = \".\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n", d.path());
+        assert_eq!(m.unwrap().front, Some(Component::Cargo(d.path().join("."))));
     }
 
     #[test]
@@ -150,7 +171,9 @@ mod tests {
             ),
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"nowhere\"\n", "classes.c.component:"),
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"x.wasm\"\n", "classes.c.component: no file"),
-            ("name = \"a\"\n", "classes: the app has no class"),
+            ("name = \"a\"\n", "classes: the app has neither a front nor a class"),
+            ("name = \"a\"\nfront = \"f.wasm\"\n", "front: no file"),
+            ("name = \"a\"\nfront = \"nowhere\"\n", "front: "),
             ("name = \"A B\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n", "name: `A B` must be"),
             ("name = \"a\"\n[classes.c]\nacess = \"open\"\ncomponent = \".\"\n", "line 3: unknown field `acess`"),
             ("nme = \"a\"\n", "line 1: unknown field `nme`"),

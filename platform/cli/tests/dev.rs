@@ -12,7 +12,34 @@ fn repo() -> PathBuf {
 
 /// Starts `wasmkeep dev` and answers it with its base URL, read from the
 /// line where it says it is serving.
-fn start(app: &Path, data: &Path, extra: &[&str]) -> (Child, String) {
+fn start(app: &Path, data: &Path, extra: &[&str]) -> (Node, String) {
+    let (child, url, _) = start_with_lines(app, data, extra);
+    (child, url)
+}
+
+/// A running `wasmkeep dev`, killed when dropped: a failing test leaves
+/// no node behind.
+struct Node(Child);
+
+impl Node {
+    fn kill(&mut self) -> std::io::Result<()> {
+        self.0.kill()
+    }
+
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// As [`start`], with the lines it printed before serving.
+fn start_with_lines(app: &Path, data: &Path, extra: &[&str]) -> (Node, String, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
         .arg("dev")
         .arg(app)
@@ -23,17 +50,20 @@ fn start(app: &Path, data: &Path, extra: &[&str]) -> (Child, String) {
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
+    let node = Node(child);
     let mut lines = BufReader::new(stderr).lines();
+    let mut before = Vec::new();
     let url = loop {
         let line = lines.next().expect("wasmkeep dev ended before serving").unwrap();
         eprintln!("{line}");
         if let Some(rest) = line.split(" on ").nth(1).filter(|_| line.starts_with("wasmkeep: serving")) {
             break rest.trim().to_owned();
         }
+        before.push(line);
     };
     // Keep draining its output so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, url)
+    (node, url, before)
 }
 
 async fn text(client: &reqwest::Client, req: reqwest::RequestBuilder) -> (u16, String) {
@@ -63,6 +93,56 @@ async fn the_counter_counts_across_restarts() {
     assert_eq!(text(&client, client.delete(format!("{url}/actor/counter/alice/"))).await, (204, "".into()));
     assert_eq!(text(&client, client.get(format!("{url}/actor/counter/alice/peek"))).await, (200, "0".into()));
     assert_eq!(text(&client, client.get(format!("{url}/actor/counter/bob%2Fx/peek"))).await, (200, "1".into()));
+    node.kill().unwrap();
+    node.wait().unwrap();
+}
+
+#[tokio::test]
+async fn the_shop_gathers_a_page_with_one_call_many_and_keeps_carts_internal() {
+    let data = tempfile::tempdir().unwrap();
+    let app = repo().join("docs/examples/shop");
+    let client = reqwest::Client::new();
+    let (mut node, url, lines) = start_with_lines(&app, data.path(), &["--metrics-listen", "127.0.0.1:0"]);
+    let metrics = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("wasmkeep: metrics on "))
+        .expect("the metrics listener is announced")
+        .to_owned();
+    let json = |(status, body): (u16, String)| {
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+
+    let page = json(text(&client, client.get(format!("{url}/page/alice"))).await);
+    assert_eq!(page["cart"], serde_json::json!([]));
+    assert_eq!(page["profile"], serde_json::json!({ "user": "alice", "views": 1 }));
+    assert_eq!(page["recommendations"].as_array().unwrap().len(), 3);
+
+    let item = r#"{"sku":"tea","qty":2}"#;
+    let cart = json(text(&client, client.post(format!("{url}/cart/alice")).body(item)).await);
+    assert_eq!(cart, serde_json::json!([{ "sku": "tea", "qty": 2 }]));
+    let page = json(text(&client, client.get(format!("{url}/page/alice"))).await);
+    assert_eq!(page["cart"], cart);
+    assert_eq!(page["profile"]["views"], 2);
+
+    let (status, _) = text(&client, client.post(format!("{url}/cart/alice")).body("not json")).await;
+    assert_eq!(status, 400);
+    // Carts are internal: no client reaches one directly.
+    let (status, _) = text(&client, client.get(format!("{url}/actor/cart/alice/"))).await;
+    assert_eq!(status, 403);
+    let page = json(text(&client, client.get(format!("{url}/page/bob%20smith"))).await);
+    assert_eq!(page["profile"]["user"], "bob smith");
+
+    let (status, scraped) = text(&client, client.get(&metrics)).await;
+    assert_eq!(status, 200);
+    for line in [
+        "wasmkeep_front_requests_total{outcome=\"ok\"} 5",
+        "wasmkeep_front_calls_total{outcome=\"ok\"} 10",
+        "wasmkeep_forwards_total{kind=\"call\"} 0",
+        "# TYPE wasmkeep_actor_queue_depth gauge",
+    ] {
+        assert!(scraped.lines().any(|l| l == line), "{line:?} is not in:\n{scraped}");
+    }
     node.kill().unwrap();
     node.wait().unwrap();
 }

@@ -23,6 +23,18 @@ pub fn strip(headers: &mut HeaderMap) {
     }
 }
 
+/// Removes the range from a body frame's trailers (trailers are headers
+/// too); data frames pass unchanged.
+pub fn strip_trailers<D>(frame: http_body::Frame<D>) -> http_body::Frame<D> {
+    match frame.into_trailers() {
+        Ok(mut trailers) => {
+            strip(&mut trailers);
+            http_body::Frame::trailers(trailers)
+        }
+        Err(frame) => frame,
+    }
+}
+
 /// Removes every pair of the range from a guest-facing header list.
 pub fn strip_pairs<V>(headers: &mut Vec<(String, V)>) {
     headers.retain(|(n, _)| !is_reserved(n));
@@ -57,5 +69,18 @@ mod tests {
         let mut pairs = vec![("X-WASMKEEP-APP".to_string(), 1), ("accept".to_string(), 2)];
         strip_pairs(&mut pairs);
         assert_eq!(pairs, vec![("accept".to_string(), 2)]);
+    }
+
+    #[test]
+    fn trailers_lose_the_range_and_data_passes() {
+        let mut t = HeaderMap::new();
+        t.append("x-wasmkeep-app", "1".parse().unwrap());
+        t.append("grpc-status", "0".parse().unwrap());
+        let frame = strip_trailers(http_body::Frame::<&[u8]>::trailers(t));
+        let t = frame.into_trailers().unwrap();
+        assert_eq!(t.len(), 1);
+        assert!(t.contains_key("grpc-status"));
+        let data = strip_trailers(http_body::Frame::data(&b"x-wasmkeep-app: 1"[..]));
+        assert_eq!(data.into_data().unwrap(), b"x-wasmkeep-app: 1");
     }
 }

@@ -21,6 +21,8 @@ pub struct Limits {
     pub front_wall_secs: f64,
     /// Front slots per node (the part of the pool kept from actors).
     pub front_slots: u32,
+    /// How long a front request waits for a free slot before `503`.
+    pub front_slot_wait_secs: f64,
     /// Entries in one `call-many`.
     pub call_many_entries: u32,
     /// Events queued per actor before `callee overloaded`.
@@ -53,6 +55,7 @@ impl Default for Limits {
             wall_per_event_secs: 30.0,
             front_wall_secs: 30.0,
             front_slots: 100,
+            front_slot_wait_secs: 1.0,
             call_many_entries: 16,
             queue_per_actor: 1000,
             idle_secs: 10.0,
@@ -86,6 +89,7 @@ impl Limits {
         let secs = [
             ("wall_per_event_secs", self.wall_per_event_secs),
             ("front_wall_secs", self.front_wall_secs),
+            ("front_slot_wait_secs", self.front_slot_wait_secs),
             ("idle_secs", self.idle_secs),
             ("call_limit_secs", self.call_limit_secs),
             ("admission_wait_secs", self.admission_wait_secs),
@@ -100,6 +104,9 @@ impl Limits {
         if self.queue_per_actor == 0 {
             return Err(LimitError { field: "queue_per_actor", reason: "must be at least 1" });
         }
+        if self.front_slots == 0 {
+            return Err(LimitError { field: "front_slots", reason: "must be at least 1" });
+        }
         if self.pool_instances <= self.front_slots {
             return Err(LimitError { field: "pool_instances", reason: "must be larger than front_slots" });
         }
@@ -112,6 +119,29 @@ impl Limits {
     /// Instances actors may hold at once: the pool less the front's slots.
     pub fn actor_instances(&self) -> u32 {
         self.pool_instances.saturating_sub(self.front_slots)
+    }
+
+    /// Front calls that may wait on one actor at once: a quarter of the
+    /// slots, at least one.
+    pub fn front_calls_per_actor(&self) -> u32 {
+        (self.front_slots / 4).max(1)
+    }
+
+    /// Front calls that may wait on the node at once: the slots' worth.
+    pub fn front_calls_per_node(&self) -> u32 {
+        self.front_slots
+    }
+
+    pub fn front_wall(&self) -> Duration {
+        Duration::from_secs_f64(self.front_wall_secs)
+    }
+
+    pub fn front_slot_wait(&self) -> Duration {
+        Duration::from_secs_f64(self.front_slot_wait_secs)
+    }
+
+    pub fn call_limit(&self) -> Duration {
+        Duration::from_secs_f64(self.call_limit_secs)
     }
 
     pub fn wall_per_event(&self) -> Duration {
@@ -132,6 +162,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_front_bounds_are_a_quarter_of_the_slots_and_the_slots() {
+        let with = |front_slots| Limits { front_slots, ..Limits::default() };
+        assert_eq!(with(8).front_calls_per_actor(), 2);
+        assert_eq!(with(9).front_calls_per_actor(), 2);
+        assert_eq!(with(3).front_calls_per_actor(), 1, "never zero");
+        assert_eq!(with(1).front_calls_per_actor(), 1);
+        assert_eq!(with(8).front_calls_per_node(), 8);
+    }
+
+    #[test]
     fn defaults_are_design_section_6() {
         let l = Limits::default();
         assert_eq!(l.body_bytes, 16 << 20);
@@ -142,6 +182,10 @@ mod tests {
         assert_eq!(l.idle(), Duration::from_secs(10));
         assert_eq!(l.admission_wait(), Duration::from_secs(5));
         assert_eq!(l.actor_instances(), 900);
+        assert_eq!(l.front_wall(), Duration::from_secs(30));
+        assert_eq!(l.front_calls_per_actor(), 25);
+        assert_eq!(l.front_calls_per_node(), 100);
+        assert_eq!(l.call_limit(), Duration::from_secs(30));
         assert_eq!(l.validate(), Ok(()));
     }
 
@@ -153,6 +197,8 @@ mod tests {
         assert_eq!(l.validate().unwrap_err().field, "pool_instances");
         let l = Limits { wall_per_event_secs: f64::NAN, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().field, "wall_per_event_secs");
+        let l = Limits { front_slots: 0, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "front_slots");
         let l = Limits { queue_per_actor: 0, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().field, "queue_per_actor");
     }

@@ -4,13 +4,12 @@
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
-use http_body_util::Full;
 use wasmkeep_actors::{Node, Request, Response};
 use wasmkeep_core::path::ActorPath;
 use wasmkeep_core::{AppId, Origin, header_range};
 
-use crate::HttpResponse;
 use crate::error::HttpError;
+use crate::{HttpResponse, full};
 
 pub(crate) async fn handle(
     node: &Node,
@@ -37,7 +36,7 @@ const FRAMING: [http::HeaderName; 3] =
 /// The actor's answer as HTTP. The actor runtime has checked that HTTP can
 /// carry it; the host's header range and the framing headers are dropped.
 fn to_http(response: Response) -> HttpResponse {
-    let mut out = http::Response::new(Full::new(Bytes::from(response.body)));
+    let mut out = http::Response::new(full(response.body));
     *out.status_mut() = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = out.headers_mut();
     for (name, value) in response.headers {

@@ -3,19 +3,25 @@
 
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
-use http_body_util::Full;
-use wasmkeep_actors::EventError;
+use wasmkeep_actors::{EventError, FrontError};
 use wasmkeep_core::Refusal;
 
-use crate::HttpResponse;
+use crate::{HttpResponse, full};
 
 /// Every way this port can fail a request.
 #[derive(Debug)]
 pub(crate) enum HttpError {
     Event(EventError),
+    Front(FrontError),
     BodyTooLarge(u64),
     BodyUnreadable,
-    NoFront,
+    NoHost,
+}
+
+impl From<FrontError> for HttpError {
+    fn from(e: FrontError) -> Self {
+        Self::Front(e)
+    }
 }
 
 impl From<EventError> for HttpError {
@@ -45,9 +51,18 @@ impl HttpError {
             }
             Self::BodyTooLarge(limit) => (S::PAYLOAD_TOO_LARGE, None, format!("request body is over {limit} bytes")),
             Self::BodyUnreadable => (S::BAD_REQUEST, None, "request body could not be read".into()),
-            Self::NoFront => (S::NOT_FOUND, None, "this app has no front; actors are at /actor/<class>/<name>/".into()),
+            Self::Front(e) => {
+                let (status, retry_after) = match e {
+                    FrontError::NoSuchApp | FrontError::NoFront => (S::NOT_FOUND, None),
+                    FrontError::Busy => (S::SERVICE_UNAVAILABLE, Some(1)),
+                    FrontError::Trapped => (S::INTERNAL_SERVER_ERROR, None),
+                    FrontError::Wall => (S::GATEWAY_TIMEOUT, None),
+                };
+                (status, retry_after, e.to_string())
+            }
+            Self::NoHost => (S::BAD_REQUEST, None, "request has no Host header".into()),
         };
-        let mut response = http::Response::new(Full::new(Bytes::from(text + "\n")));
+        let mut response = http::Response::new(full(Bytes::from(text + "\n")));
         *response.status_mut() = status;
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));

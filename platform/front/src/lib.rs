@@ -1,16 +1,31 @@
 //! The public HTTP port of a node. A request passes small layers, each in
 //! its own file: the edge (find the app, drop the client's `x-wasmkeep-`
-//! headers), the body limit, the route (`/actor/...` or the front), and
+//! headers), the body limit, the route (`/actor/...` or the front, each its own file), and
 //! the error layer, the one place where failures become HTTP answers.
 
 mod actor_route;
 mod body;
 mod edge;
 mod error;
+mod front_route;
 mod server;
 
 pub use edge::AppRouting;
 pub use server::{PublicPort, serve};
 
-/// The answers of this port.
-pub type HttpResponse = http::Response<http_body_util::Full<bytes::Bytes>>;
+/// A body's failure, whatever produced it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The answers of this port: whole (an actor's, an error) or streamed (a
+/// front's).
+pub type HttpResponse = http::Response<http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError>>;
+
+fn boxed_error(e: impl Into<BoxError>) -> BoxError {
+    e.into()
+}
+
+/// A whole body.
+fn full(bytes: impl Into<bytes::Bytes>) -> http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError> {
+    use http_body_util::BodyExt;
+    http_body_util::Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+}

@@ -15,7 +15,7 @@ use wasmkeep_core::Refusal;
 use wasmkeep_core::path::parse_actor_path;
 
 use crate::error::HttpError;
-use crate::{AppRouting, HttpResponse, actor_route, body, edge};
+use crate::{AppRouting, HttpResponse, actor_route, body, edge, front_route};
 
 /// What the public port serves.
 pub struct PublicPort {
@@ -33,7 +33,7 @@ impl PublicPort {
         edge::strip_client_headers(&mut parts);
         let app = self.routing.app_for(&parts).ok_or(HttpError::from(Refusal::NoSuchApp))?;
         let Some(target) = parse_actor_path(parts.uri.path(), parts.uri.query()) else {
-            return Err(HttpError::NoFront);
+            return front_route::handle(&self.node, app, http::Request::from_parts(parts, incoming)).await;
         };
         let body = body::read(incoming, self.node.limits().body_bytes).await?;
         actor_route::handle(&self.node, app, target, &parts, body).await

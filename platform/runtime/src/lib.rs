@@ -1,13 +1,15 @@
-//! The component host: one wasmtime `Engine` and `Linker` per node, one
-//! `InstancePre` per component, a `Store` per resident actor.
+//! The component host: one wasmtime `Engine` per node, a `Linker` per kind
+//! of guest (actor, front), one `InstancePre` per component, a `Store` per
+//! resident actor and per front request.
 
 mod bindings;
 mod cache;
 mod engine;
+mod front;
 mod host;
 mod instance;
+mod wall;
 
-use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,8 +18,10 @@ use wasmtime::component::Linker;
 
 pub use cache::component_hash;
 pub use engine::{EngineConfig, TICK};
-pub use host::{ActorHost, ActorState, CallError, Page, Request, Response, StorageError};
-pub use instance::{ActorComponent, ActorInstance, EventFailure};
+pub use front::{FrontBody, FrontComponent};
+pub use host::{ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, StorageError};
+pub use instance::{ActorComponent, ActorInstance};
+pub use wall::EventFailure;
 
 /// Why a component cannot be deployed. One line, for the deployer.
 #[derive(Debug, thiserror::Error)]
@@ -30,40 +34,48 @@ pub enum DeployError {
     MissingExport(String),
 }
 
-/// The node's engine and the linker for actors.
-pub struct Runtime<H: ActorHost> {
+/// The node's engine and the linkers for its actors (hosted by `A`) and
+/// its fronts (hosted by `F`).
+pub struct Runtime<A: ActorHost, F: GuestHost> {
     engine: Engine,
-    actor_linker: Linker<ActorState<H>>,
+    actor_linker: Linker<GuestState<A>>,
+    front_linker: Linker<GuestState<F>>,
     cache_dir: Option<PathBuf>,
     memory_bytes: u64,
     _ticker: Arc<engine::Ticker>,
-    _host: PhantomData<fn() -> H>,
 }
 
-impl<H: ActorHost> Runtime<H> {
+impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     /// Builds the engine and starts its epoch ticks. Compiled components
     /// are cached under `cache_dir` when given.
     pub fn new(cfg: &EngineConfig, cache_dir: Option<PathBuf>) -> anyhow::Result<Self> {
         let engine = engine::build(cfg).map_err(|e| anyhow::anyhow!("building the engine: {e}"))?;
-        let actor_linker = host::actor_linker(&engine).map_err(|e| anyhow::anyhow!("linking the host: {e}"))?;
+        let link = |e: wasmtime::Error| anyhow::anyhow!("linking the host: {e}");
+        let actor_linker = host::actor_linker(&engine).map_err(link)?;
+        let front_linker = host::front_linker(&engine).map_err(link)?;
         let ticker = Arc::new(engine::Ticker::start(engine.clone()));
-        Ok(Self {
-            engine,
-            actor_linker,
-            cache_dir,
-            memory_bytes: cfg.memory_bytes,
-            _ticker: ticker,
-            _host: PhantomData,
-        })
+        Ok(Self { engine, actor_linker, front_linker, cache_dir, memory_bytes: cfg.memory_bytes, _ticker: ticker })
     }
 
     /// Compiles (or loads from the cache) an actor component and checks
     /// that this host provides every import it names.
-    pub fn load_actor(&self, wasm: &[u8]) -> Result<ActorComponent<H>, DeployError> {
-        let component = cache::load(&self.engine, self.cache_dir.as_deref(), wasm)
-            .map_err(|e| DeployError::Invalid(one_line(&e.to_string())))?;
+    pub fn load_actor(&self, wasm: &[u8]) -> Result<ActorComponent<A>, DeployError> {
+        let component = self.compile(wasm)?;
         let pre = self.actor_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
         ActorComponent::new(pre, component_hash(wasm), self.memory_bytes)
+    }
+
+    /// Compiles (or loads from the cache) a front component (world
+    /// `front`) and checks its imports and its export.
+    pub fn load_front(&self, wasm: &[u8]) -> Result<FrontComponent<F>, DeployError> {
+        let component = self.compile(wasm)?;
+        let pre = self.front_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
+        FrontComponent::new(pre, component_hash(wasm), self.memory_bytes)
+    }
+
+    fn compile(&self, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
+        cache::load(&self.engine, self.cache_dir.as_deref(), wasm)
+            .map_err(|e| DeployError::Invalid(one_line(&e.to_string())))
     }
 
     pub fn engine(&self) -> &Engine {

@@ -1,23 +1,29 @@
-//! Allocation of the node's pool instances.
+//! Allocation of the node's pool instances and the front's bounds.
 //!
 //! The wasmtime pool has a fixed number of instance slots; an actor holds
 //! one while it is resident. [`InstancePool`] hands them out so that
 //! instantiation never meets a full pool: an event that finds none free
 //! waits up to the admission wait, then is refused (capacity `503`).
 
+mod front_waits;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use front_waits::{FrontBusy, FrontWait, FrontWaits};
+
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The instances actors may hold (the pool less the front's slots).
+/// Instances of the pool set aside for one use: the ones actors may hold
+/// (the pool less the front's slots), or the front's slots.
 #[derive(Clone)]
 pub struct InstancePool {
     slots: Arc<Semaphore>,
     size: usize,
 }
 
-/// One pool instance, held by a resident actor; dropped when it hibernates.
+/// One pool instance, held by a resident actor (dropped when it
+/// hibernates) or by a front request (dropped when its instance ends).
 #[derive(Debug)]
 pub struct InstanceLease {
     _permit: OwnedSemaphorePermit,

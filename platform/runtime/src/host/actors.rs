@@ -1,9 +1,9 @@
 //! `wasmkeep:actor/actors`.
 
-use super::{ActorHost, ActorState, CallError, Request, Response};
+use super::{CallError, GuestHost, GuestState, Request, Response};
 use crate::bindings::wasmkeep::actor::actors::Host;
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: GuestHost> Host for GuestState<H> {
     async fn call(&mut self, address: String, request: Request) -> wasmtime::Result<Result<Response, CallError>> {
         Ok(self.host.call(address, request).await)
     }

@@ -1,9 +1,9 @@
 //! `wasmkeep:actor/calls`.
 
-use super::{ActorHost, ActorState, CallError, Request, Response};
+use super::{CallError, GuestHost, GuestState, Request, Response};
 use crate::bindings::wasmkeep::actor::calls::Host;
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: GuestHost> Host for GuestState<H> {
     async fn call_many(&mut self, calls: Vec<(String, Request)>) -> wasmtime::Result<Vec<Result<Response, CallError>>> {
         Ok(self.host.call_many(calls).await)
     }

@@ -5,6 +5,7 @@
 
 mod actors;
 mod calls;
+mod egress;
 mod self_;
 mod sockets;
 mod storage;
@@ -15,16 +16,32 @@ use std::future::Future;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+pub use egress::Egress;
 
 pub use crate::bindings::wasmkeep::actor::actors::{CallError, Request, Response};
 pub use crate::bindings::wasmkeep::actor::storage::{Page, StorageError};
 
-/// What an actor's host calls mean, for one resident actor. The actor
-/// runtime implements it; the runtime's bindings call it.
-pub trait ActorHost: Send + 'static {
+/// What any guest of an app may ask the host, actor or front: the app's
+/// values and calls to its actors. The actor runtime implements it per
+/// event (an actor) or per request (a front).
+pub trait GuestHost: Send + 'static {
+    fn value(&self, name: &str) -> Option<String>;
+    /// Calls another actor of the app and waits for its answer.
+    fn call(&mut self, address: String, request: Request) -> impl Future<Output = Result<Response, CallError>> + Send;
+    /// Calls several at once; one result per entry, in input order.
+    fn call_many(
+        &mut self,
+        calls: Vec<(String, Request)>,
+    ) -> impl Future<Output = Vec<Result<Response, CallError>>> + Send;
+}
+
+/// What an actor's own host calls mean, for one resident actor: its
+/// address, its storage, its deletion.
+pub trait ActorHost: GuestHost {
     /// The actor's own address, `class/name`.
     fn address(&self) -> String;
-    fn value(&self, name: &str) -> Option<String>;
     fn storage_get(&mut self, key: String) -> impl Future<Output = Result<Option<Vec<u8>>, StorageError>> + Send;
     fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError>;
     fn storage_delete(&mut self, key: String) -> Result<(), StorageError>;
@@ -37,18 +54,13 @@ pub trait ActorHost: Send + 'static {
     fn storage_delete_all(&mut self) -> Result<(), StorageError>;
     /// Marks the actor deleted; the runtime deletes it when the event ends.
     fn delete_self(&mut self);
-    /// Calls another actor of the app and waits for its answer.
-    fn call(&mut self, address: String, request: Request) -> impl Future<Output = Result<Response, CallError>> + Send;
-    /// Calls several at once; one result per entry, in input order.
-    fn call_many(
-        &mut self,
-        calls: Vec<(String, Request)>,
-    ) -> impl Future<Output = Vec<Result<Response, CallError>>> + Send;
 }
 
-/// A store's data: WASI's context, the guest's limits and the actor's host.
-pub struct ActorState<H> {
+/// A store's data: WASI's contexts, the guest's limits and its host.
+pub struct GuestState<H> {
     pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) egress: Egress,
     pub(crate) table: ResourceTable,
     pub(crate) limits: StoreLimits,
     /// When the current event's wall ends; checked at each epoch tick.
@@ -57,11 +69,13 @@ pub struct ActorState<H> {
     pub host: H,
 }
 
-impl<H> ActorState<H> {
-    pub(crate) fn new(host: H, memory_bytes: u64) -> Self {
+impl<H> GuestState<H> {
+    pub(crate) fn new(host: H, memory_bytes: u64, egress: Egress) -> Self {
         Self {
             // Guests write their stdout and stderr to the node's.
             wasi: WasiCtx::builder().inherit_stdout().inherit_stderr().build(),
+            http: WasiHttpCtx::new(),
+            egress,
             table: ResourceTable::new(),
             limits: StoreLimitsBuilder::new().memory_size(memory_bytes as usize).trap_on_grow_failure(true).build(),
             wall_ends: None,
@@ -71,24 +85,44 @@ impl<H> ActorState<H> {
     }
 }
 
-impl<H: Send> WasiView for ActorState<H> {
+impl<H: Send> WasiView for GuestState<H> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
-/// Links everything an actor may import: WASI 0.2 and the package's
-/// interfaces. Outbound HTTP is not linked yet, so a component importing
-/// it is refused at deploy, naming it.
-pub(crate) fn actor_linker<H: ActorHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<ActorState<H>>> {
+impl<H: Send> WasiHttpView for GuestState<H> {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.egress }
+    }
+}
+
+/// Links everything an actor may import: WASI 0.2 with outbound HTTP
+/// through the host's egress sender, and the package's interfaces.
+pub(crate) fn actor_linker<H: ActorHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<GuestState<H>>> {
     use crate::bindings::wasmkeep::actor as wit;
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    wit::actors::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
-    wit::calls::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    let mut linker = guest_linker(engine)?;
     wit::storage::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::sockets::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::self_::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+/// Links everything a front may import (world `front`): what every guest
+/// has; the incoming handler is its export.
+pub(crate) fn front_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<GuestState<H>>> {
+    guest_linker(engine)
+}
+
+/// What actors and fronts both import: WASI 0.2, outbound HTTP, calls and
+/// values.
+fn guest_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<GuestState<H>>> {
+    use crate::bindings::wasmkeep::actor as wit;
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    wit::actors::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    wit::calls::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::values::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -1,9 +1,9 @@
 //! `wasmkeep:actor/self`.
 
-use super::{ActorHost, ActorState};
+use super::{ActorHost, GuestState};
 use crate::bindings::wasmkeep::actor::self_::Host;
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: ActorHost> Host for GuestState<H> {
     async fn address(&mut self) -> wasmtime::Result<String> {
         Ok(self.host.address())
     }

@@ -4,10 +4,10 @@
 //! the list is empty and every operation names a socket that does not
 //! exist. Both are true, not stand-ins.
 
-use super::{ActorHost, ActorState};
+use super::{ActorHost, GuestState};
 use crate::bindings::wasmkeep::actor::sockets::{Conn, Host, SocketError};
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: ActorHost> Host for GuestState<H> {
     async fn send_text(&mut self, _conn: Conn, _text: String) -> wasmtime::Result<Result<(), SocketError>> {
         Ok(Err(SocketError::NoSuchSocket))
     }

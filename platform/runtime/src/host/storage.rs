@@ -1,9 +1,9 @@
 //! `wasmkeep:actor/storage`.
 
-use super::{ActorHost, ActorState, Page, StorageError};
+use super::{ActorHost, GuestState, Page, StorageError};
 use crate::bindings::wasmkeep::actor::storage::Host;
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: ActorHost> Host for GuestState<H> {
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, StorageError>> {
         Ok(self.host.storage_get(key).await)
     }

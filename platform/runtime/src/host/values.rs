@@ -1,9 +1,9 @@
 //! `wasmkeep:actor/values`.
 
-use super::{ActorHost, ActorState};
+use super::{GuestHost, GuestState};
 use crate::bindings::wasmkeep::actor::values::Host;
 
-impl<H: ActorHost> Host for ActorState<H> {
+impl<H: GuestHost> Host for GuestState<H> {
     async fn get(&mut self, name: String) -> wasmtime::Result<Option<String>> {
         Ok(self.host.value(&name))
     }

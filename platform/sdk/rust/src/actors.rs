@@ -26,4 +26,10 @@ impl Request {
     pub fn post(uri: impl Into<String>, body: impl Into<Vec<u8>>) -> Self {
         Self { method: "POST".into(), uri: uri.into(), headers: Vec::new(), body: body.into() }
     }
+
+    /// The request with a header added.
+    pub fn with_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.headers.push((name.to_owned(), value.as_ref().to_vec()));
+        self
+    }
 }

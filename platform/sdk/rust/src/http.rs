@@ -27,6 +27,12 @@ impl Request {
         self.uri.split_once('?').map_or(&self.uri, |(p, _)| p)
     }
 
+    /// The path's segments, each percent-decoded (`None` if one is not
+    /// UTF-8 once decoded): `/page/bob%20smith` is `["page", "bob smith"]`.
+    pub fn segments(&self) -> Option<Vec<String>> {
+        self.path().trim_start_matches('/').split('/').map(percent_decode).collect()
+    }
+
     /// The query, without `?`.
     pub fn query(&self) -> Option<&str> {
         self.uri.split_once('?').map(|(_, q)| q)
@@ -170,5 +176,13 @@ mod tests {
         assert_eq!(r.query_param("zz"), None);
         assert_eq!(req("/p").query_param("a"), None);
         assert_eq!(percent_decode("100%"), Some("100%".into()));
+    }
+
+    #[test]
+    fn path_segments_are_decoded() {
+        assert_eq!(req("/page/bob%20smith?x=1").segments(), Some(vec!["page".into(), "bob smith".into()]));
+        assert_eq!(req("/a%2Fb/").segments(), Some(vec!["a/b".into(), "".into()]));
+        assert_eq!(req("/").segments(), Some(vec!["".into()]));
+        assert_eq!(req("/%FF").segments(), None);
     }
 }

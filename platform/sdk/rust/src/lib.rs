@@ -1,4 +1,4 @@
-//! Write wasmkeep actors in Rust.
+//! Write wasmkeep actors, and the app's front, in Rust.
 //!
 //! An actor is a type with handlers for its events; [`actor!`] exports it.
 //! One value of the type lives as long as the actor's instance: it is
@@ -36,10 +36,14 @@ pub mod bindings {
 
 pub mod actors;
 pub mod calls;
+pub mod front;
 mod http;
 pub mod storage;
 
 pub use http::{Request, Response};
+
+#[doc(hidden)]
+pub use wasip2 as __wasip2;
 
 use bindings::wasmkeep::actor as wit;
 

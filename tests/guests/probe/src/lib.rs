@@ -66,60 +66,15 @@ impl Actor for Probe {
                 Response::text(200, "slept")
             }
             ("GET", "/call") => {
-                // Calls `to` with `path` (and a body of `mb` MiB), after a
-                // write of its own; answers what came back, as JSON.
+                // A call after a write of its own; `then=trap` traps after it.
                 storage::set_json("count", &(count() + 1)).unwrap();
-                let body = vec![b'x'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20];
-                let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
-                let answer = wasmkeep_sdk::actors::call(&param(&req, "to"), Request {
-                    method: "GET".into(),
-                    uri: path,
-                    headers: vec![("x-wasmkeep-caller".into(), b"forged".to_vec())],
-                    body,
-                });
+                let answer = calling::call(&req);
                 if param(&req, "then") == "trap" {
                     panic!("the probe traps after its call");
                 }
-                Response::json(200, &match answer {
-                    Ok(r) => json!({
-                        "status": r.status,
-                        "headers": r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-                        "body": String::from_utf8_lossy(&r.body),
-                    }),
-                    Err(wasmkeep_sdk::actors::CallError::Failed(reason)) => json!({ "error": "failed", "reason": reason }),
-                    Err(e) => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
-                })
+                Response::json(200, &answer)
             }
-            ("GET", "/many") => {
-                // One call-many: to each of `to` (comma separated) at the
-                // matching entry of `paths` (`|` separated) or at `path`,
-                // each with a body of `mb` MiB.
-                let to = param(&req, "to");
-                let targets: Vec<&str> = if to.is_empty() { vec![] } else { to.split(',').collect() };
-                let paths = param(&req, "paths");
-                let paths: Vec<&str> = paths.split('|').collect();
-                let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
-                let mb = param(&req, "mb").parse::<usize>().unwrap_or(0);
-                let entries: Vec<(&str, Request)> = targets
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let p = paths.get(i).filter(|p| !p.is_empty()).map(|p| p.to_string()).unwrap_or(path.clone());
-                        (*t, Request { method: "GET".into(), uri: p, headers: vec![], body: vec![b'x'; mb << 20] })
-                    })
-                    .collect();
-                let answers = wasmkeep_sdk::calls::call_many(&entries);
-                let out: Vec<_> = answers
-                    .into_iter()
-                    .map(|a| match a {
-                        Ok(r) => json!({ "status": r.status, "len": r.body.len(),
-                            "body": String::from_utf8_lossy(&r.body[..r.body.len().min(200)]) }),
-                        Err(wasmkeep_sdk::actors::CallError::Failed(reason)) => json!({ "error": "failed", "reason": reason }),
-                        Err(e) => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
-                    })
-                    .collect();
-                Response::json(200, &out)
-            }
+            ("GET", "/many") => calling::many(&req),
             ("GET", "/call-bench") => {
                 // `n` calls to `to`, each timed inside the guest: the round
                 // trip guest to guest, in nanoseconds.
@@ -135,15 +90,20 @@ impl Actor for Probe {
                 Response::json(200, &nanos)
             }
             ("GET", "/ping") => Response::empty(200),
-            ("GET", "/blob") => Response::empty(200).body(vec![b'b'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20]),
+            ("GET", "/blob") => {
+                Response::empty(200).body(vec![b'b'; param(&req, "mb").parse::<usize>().unwrap_or(0) << 20])
+            }
             ("GET", "/whoami") => {
                 let h = |n: &str| req.header(n).map(str::to_owned);
-                Response::json(200, &json!({
-                    "caller": h("x-wasmkeep-caller"),
-                    "chain": h("x-wasmkeep-chain"),
-                    "app": h("x-wasmkeep-app"),
-                    "callers": req.headers.iter().filter(|(n, _)| n == "x-wasmkeep-caller").count(),
-                }))
+                Response::json(
+                    200,
+                    &json!({
+                        "caller": h("x-wasmkeep-caller"),
+                        "chain": h("x-wasmkeep-chain"),
+                        "app": h("x-wasmkeep-app"),
+                        "callers": req.headers.iter().filter(|(n, _)| n == "x-wasmkeep-caller").count(),
+                    }),
+                )
             }
             ("GET", "/sockets") => Response::json(200, &sockets::list()),
             ("GET", "/send") => Response::text(200, format!("{:?}", sockets::send_text(1, "hi"))),
@@ -168,7 +128,9 @@ impl Actor for Probe {
                 std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
                 Response::json(200, &log)
             }
-            ("GET", "/log") => Response::json(200, &storage::get_json::<Vec<String>>("log").unwrap().unwrap_or_default()),
+            ("GET", "/log") => {
+                Response::json(200, &storage::get_json::<Vec<String>>("log").unwrap().unwrap_or_default())
+            }
             ("GET", "/headers") => {
                 let names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_str()).collect();
                 Response::json(200, &names)
@@ -178,10 +140,9 @@ impl Actor for Probe {
                 None => Response::text(404, "no such value"),
             },
             ("GET", "/address") => Response::text(200, wasmkeep_sdk::address()),
-            ("GET", "/echo") | ("POST", "/echo") => Response::json(
-                200,
-                &json!({ "method": req.method(), "uri": req.uri, "body_len": req.body.len() }),
-            ),
+            ("GET", "/echo") | ("POST", "/echo") => {
+                Response::json(200, &json!({ "method": req.method(), "uri": req.uri, "body_len": req.body.len() }))
+            }
             ("PUT", "/kv") => match storage::set(&param(&req, "key"), &req.body) {
                 Ok(()) => Response::empty(204),
                 Err(e) => Response::text(400, e.to_string()),
@@ -197,7 +158,9 @@ impl Actor for Probe {
             }
             ("GET", "/list") => {
                 let cursor = req.query_param("cursor");
-                let page = storage::list(&param(&req, "prefix"), cursor.as_deref(), param(&req, "limit").parse().unwrap_or(0)).unwrap();
+                let page =
+                    storage::list(&param(&req, "prefix"), cursor.as_deref(), param(&req, "limit").parse().unwrap_or(0))
+                        .unwrap();
                 let keys: Vec<&str> = page.entries.iter().map(|(k, _)| k.as_str()).collect();
                 Response::json(200, &json!({ "keys": keys, "cursor": page.cursor }))
             }

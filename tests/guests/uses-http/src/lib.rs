@@ -1,14 +1,14 @@
-use wasip2::http::{outgoing_handler, types};
+//! A test actor making an outbound request: `GET /?url=http://...`
+//! answers what the upstream sent, as the guest received it.
+
 use wasmkeep_sdk::{Actor, Request, Response};
 
 #[derive(Default)]
 struct UsesHttp;
 
 impl Actor for UsesHttp {
-    fn on_request(&mut self, _request: Request) -> Response {
-        let outgoing = types::OutgoingRequest::new(types::Fields::new());
-        let sent = outgoing_handler::handle(outgoing, None).is_ok();
-        Response::text(200, sent.to_string())
+    fn on_request(&mut self, request: Request) -> Response {
+        Response::json(200, &fetch::get(&request.query_param("url").unwrap_or_default()))
     }
 }
 

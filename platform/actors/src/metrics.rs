@@ -1,0 +1,32 @@
+//! What the actor runtime reports at scrape time: the node's counters and
+//! the events queued per actor class.
+
+use std::collections::BTreeMap;
+
+use wasmkeep_telemetry::{Exposition, Source};
+
+use crate::Node;
+
+impl Source for Node {
+    fn collect(&self, out: &mut Exposition) {
+        self.0.metrics.collect(out);
+        // Only classes of an active version are reported: a client naming
+        // classes that do not exist cannot grow the exposition.
+        let mut depth: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        for (key, queued) in self.0.mailboxes.queued() {
+            let Some(app) = self.0.app(key.app) else { continue };
+            if app.active().is_some_and(|v| v.class(&key.address.class).is_some()) {
+                *depth.entry((app.tenant.clone(), app.name.clone(), key.address.class.clone())).or_default() +=
+                    queued as u64;
+            }
+        }
+        out.family("wasmkeep_actor_queue_depth", "Events queued for actors of a class, not yet running.", "gauge");
+        for ((tenant, app, class), n) in depth {
+            out.sample(
+                "wasmkeep_actor_queue_depth",
+                &[("tenant", &tenant), ("app", &app), ("class", &class)],
+                n as f64,
+            );
+        }
+    }
+}

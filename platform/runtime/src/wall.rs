@@ -1,0 +1,56 @@
+//! A guest's wall: how long an event or a front request may run. The
+//! epoch check cuts a computing guest; a timer cuts one waiting in a host
+//! call. Both end in the same failure.
+
+use std::time::Instant;
+
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::host::GuestState;
+
+/// Sets the store's epoch callback: past the wall, trap; before it, yield
+/// at each tick so a long computation shares its thread.
+pub(crate) fn arm<H: Send>(store: &mut Store<GuestState<H>>) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| {
+        let state = ctx.data_mut();
+        match state.wall_ends {
+            Some(end) if Instant::now() >= end => {
+                state.wall_exceeded = true;
+                Err(wasmtime::format_err!("the wall ended"))
+            }
+            _ => Ok(UpdateDeadline::Yield(1)),
+        }
+    });
+}
+
+/// Starts a wall that ends at `ends`.
+pub(crate) fn start<H: Send>(store: &mut Store<GuestState<H>>, ends: Instant) {
+    let data = store.data_mut();
+    data.wall_ends = Some(ends);
+    data.wall_exceeded = false;
+    store.set_epoch_deadline(1);
+}
+
+/// The timer for a guest blocked in a host call past `ends`; a computing
+/// guest is cut by the epoch check first.
+pub(crate) fn timer(ends: Instant) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(ends + crate::TICK * 2)
+}
+
+/// Why an event or a front request produced no answer. The text is for
+/// the node's log only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventFailure {
+    /// The guest trapped (a panic, a memory bomb, a host refusal).
+    Trap(String),
+    /// The guest ran past its wall and was cut.
+    Wall,
+}
+
+impl EventFailure {
+    /// Tells a trap caused by the wall from any other.
+    pub(crate) fn from_trap<H>(store: &Store<GuestState<H>>, e: &wasmtime::Error) -> Self {
+        if store.data().wall_exceeded { Self::Wall } else { Self::Trap(format!("{e:?}")) }
+    }
+}

@@ -1,0 +1,93 @@
+//! The egress sender: outbound HTTP from actors and fronts, with the
+//! host's header range stripped from every answer's headers and trailers.
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wasmkeep_actors::VersionSpec;
+use wasmkeep_core::Access;
+use wasmkeep_tests::{TestNode, class, enc, guests, test_limits};
+
+/// A real upstream on a local port: every connection gets one chunked
+/// answer whose headers and trailers carry the host's range and others.
+async fn upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/path?q=1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = conn.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                }
+                let answer = "HTTP/1.1 203 Non-Authoritative Information\r\n\
+                    x-wasmkeep-app: evil/app\r\n\
+                    X-Wasmkeep-Chain: open/a\r\n\
+                    x-upstream: kept\r\n\
+                    trailer: x-wasmkeep-caller, x-trailer\r\n\
+                    transfer-encoding: chunked\r\n\
+                    connection: close\r\n\r\n\
+                    5\r\nhello\r\n0\r\n\
+                    x-wasmkeep-caller: evil/_front/main\r\n\
+                    x-trailer: kept\r\n\r\n";
+                conn.write_all(answer.as_bytes()).await.unwrap();
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|h| h[0].as_str().unwrap().to_ascii_lowercase()).collect()
+}
+
+fn check(fetched: &Value) {
+    assert_eq!(fetched["status"], 203, "{fetched}");
+    assert_eq!(fetched["body"], "hello");
+    let headers = names(&fetched["headers"]);
+    assert!(headers.contains(&"x-upstream".to_owned()), "{headers:?}");
+    assert!(!headers.iter().any(|h| h.starts_with("x-wasmkeep-")), "{headers:?}");
+    let trailers = names(&fetched["trailers"]);
+    assert_eq!(trailers, ["x-trailer"], "the range goes from trailers too");
+}
+
+#[tokio::test]
+async fn an_upstreams_header_range_never_reaches_a_front() {
+    let url = upstream().await;
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let n = TestNode::start(test_limits(), spec).await;
+    let a = n.get(&format!("/fetch?url={}", enc(&url))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    check(&a.json());
+}
+
+#[tokio::test]
+async fn an_upstreams_header_range_never_reaches_an_actor() {
+    let url = upstream().await;
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("web", Access::Open, &guests().uses_http)],
+        required_values: vec![],
+    };
+    let n = TestNode::start(test_limits(), spec).await;
+    let a = n.get(&format!("/actor/web/a/?url={}", enc(&url))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    check(&a.json());
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_an_error_for_the_guest_not_the_host() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let n = TestNode::start(test_limits(), spec).await;
+    let a = n.get(&format!("/fetch?url={}", enc(&format!("http://127.0.0.1:{port}/")))).await;
+    assert_eq!(a.status, 200);
+    assert!(a.json()["error"].as_str().unwrap().contains("ConnectionRefused"), "{}", a.body);
+}

@@ -1,0 +1,70 @@
+//! `/call` and `/many` for any guest: what was called is in the query,
+//! what came back is answered as JSON, so tests read actors and fronts the
+//! same way.
+
+use serde_json::{Value, json};
+use wasmkeep_sdk::actors::CallError;
+use wasmkeep_sdk::{Request, Response};
+
+fn param(req: &Request, name: &str) -> String {
+    req.query_param(name).unwrap_or_default()
+}
+
+fn error(e: CallError) -> Value {
+    match e {
+        CallError::Failed(reason) => json!({ "error": "failed", "reason": reason }),
+        e => json!({ "error": format!("{e:?}").trim_start_matches("CallError::") }),
+    }
+}
+
+/// One call to `to` at `path` with a body of `mb` MiB (and a forged
+/// `x-wasmkeep-caller`, which the host must drop).
+pub fn call(req: &Request) -> Value {
+    let body = vec![b'x'; param(req, "mb").parse::<usize>().unwrap_or(0) << 20];
+    let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
+    let answer = wasmkeep_sdk::actors::call(
+        &param(req, "to"),
+        Request {
+            method: "GET".into(),
+            uri: path,
+            headers: vec![("x-wasmkeep-caller".into(), b"forged".to_vec())],
+            body,
+        },
+    );
+    match answer {
+        Ok(r) => json!({
+            "status": r.status,
+            "headers": r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+            "body": String::from_utf8_lossy(&r.body),
+        }),
+        Err(e) => error(e),
+    }
+}
+
+/// One call-many: to each of `to` (comma separated) at the matching entry
+/// of `paths` (`|` separated) or at `path`, each with a body of `mb` MiB.
+pub fn many(req: &Request) -> Response {
+    let to = param(req, "to");
+    let targets: Vec<&str> = if to.is_empty() { vec![] } else { to.split(',').collect() };
+    let paths = param(req, "paths");
+    let paths: Vec<&str> = paths.split('|').collect();
+    let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
+    let mb = param(req, "mb").parse::<usize>().unwrap_or(0);
+    let entries: Vec<(&str, Request)> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let p = paths.get(i).filter(|p| !p.is_empty()).map(|p| p.to_string()).unwrap_or(path.clone());
+            (*t, Request { method: "GET".into(), uri: p, headers: vec![], body: vec![b'x'; mb << 20] })
+        })
+        .collect();
+    let out: Vec<_> = wasmkeep_sdk::calls::call_many(&entries)
+        .into_iter()
+        .map(|a| match a {
+            Ok(r) => json!({ "status": r.status, "len": r.body.len(),
+                "body": String::from_utf8_lossy(&r.body[..r.body.len().min(200)]) }),
+            Err(e) => error(e),
+        })
+        .collect();
+    Response::json(200, &out)
+}

@@ -1,0 +1,61 @@
+//! `GET url` through `wasi:http/outgoing-handler`, described as JSON:
+//! status, headers, body and trailers as the guest received them.
+
+use serde_json::{Value, json};
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{Fields, IncomingBody, OutgoingRequest, Scheme};
+use wasip2::io::streams::StreamError;
+
+pub fn get(url: &str) -> Value {
+    match fetch(url) {
+        Ok(v) => v,
+        Err(e) => json!({ "error": e }),
+    }
+}
+
+fn names(fields: &Fields) -> Vec<(String, String)> {
+    fields.entries().into_iter().map(|(n, v)| (n, String::from_utf8_lossy(&v).into_owned())).collect()
+}
+
+fn fetch(url: &str) -> Result<Value, String> {
+    let rest = url.strip_prefix("http://").ok_or("only http:// urls")?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
+    let request = OutgoingRequest::new(Fields::new());
+    request.set_scheme(Some(&Scheme::Http)).map_err(|_| "scheme")?;
+    request.set_authority(Some(authority)).map_err(|_| "authority")?;
+    request.set_path_with_query(Some(path)).map_err(|_| "path")?;
+    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    let response = loop {
+        match future.get() {
+            Some(r) => break r.map_err(|_| "taken twice")?.map_err(|e| format!("{e:?}"))?,
+            None => future.subscribe().block(),
+        }
+    };
+    let status = response.status();
+    let headers = names(&response.headers());
+    let body = response.consume().map_err(|_| "no body")?;
+    let mut bytes = Vec::new();
+    {
+        let stream = body.stream().map_err(|_| "no stream")?;
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(e)) => return Err(e.to_debug_string()),
+            }
+        }
+    }
+    let trailers = IncomingBody::finish(body);
+    let trailers = loop {
+        match trailers.get() {
+            Some(t) => break t.map_err(|_| "taken twice")?.map_err(|e| format!("{e:?}"))?,
+            None => trailers.subscribe().block(),
+        }
+    };
+    Ok(json!({
+        "status": status,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&bytes),
+        "trailers": trailers.map(|t| names(&t)).unwrap_or_default(),
+    }))
+}
