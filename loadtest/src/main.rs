@@ -8,11 +8,16 @@
 //! target/release/wasmkeep-loadtest wake          # waking a hibernated actor holding 100 keys
 //! target/release/wasmkeep-loadtest instantiate   # the host's cost over raw instantiation
 //! target/release/wasmkeep-loadtest call          # actors.call round trip, guest to guest
+//! target/release/wasmkeep-loadtest call-many     # 16 callees at once vs one, vs 16 in a row
+//! target/release/wasmkeep-loadtest front         # a trivial front vs wasmtime serve vs hyper
 //! ```
 
 mod call;
+mod call_many;
+mod front;
 mod http_events;
 mod instantiate;
+mod load;
 mod probe_node;
 mod stats;
 mod wake;
@@ -25,13 +30,18 @@ fn main() -> ExitCode {
         Some((s, rest)) => (s.as_str(), rest),
         None => ("", &[][..]),
     };
-    let result = match scenario {
-        "http-events" => http_events::run(rest),
-        "wake" => wake::run(rest),
-        "instantiate" => instantiate::run(rest),
-        "call" => call::run(rest),
-        _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call [--flag value]...".to_string()),
-    };
+    let result =
+        match scenario {
+            "http-events" => http_events::run(rest),
+            "wake" => wake::run(rest),
+            "instantiate" => instantiate::run(rest),
+            "call" => call::run(rest),
+            "call-many" => call_many::run(rest),
+            "front" => front::run(rest),
+            "hello-server" => front::hello_server(),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front [--flag value]..."
+                .to_string()),
+        };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

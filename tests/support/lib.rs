@@ -24,6 +24,8 @@ pub struct Guests {
     pub probe: Vec<u8>,
     /// The test front (world `front`).
     pub front: Vec<u8>,
+    /// A front answering `hello` that imports only WASI.
+    pub hello_front: Vec<u8>,
     pub uses_calls: Vec<u8>,
     pub uses_http: Vec<u8>,
 }
@@ -50,6 +52,7 @@ pub fn guests() -> &'static Guests {
         Guests {
             probe: read("probe"),
             front: read("front"),
+            hello_front: read("hello_front"),
             uses_calls: read("uses_calls"),
             uses_http: read("uses_http"),
         }

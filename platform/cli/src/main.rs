@@ -9,6 +9,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Error values (wasmtime makes one for every store it drops) capture a
+/// backtrace when `RUST_BACKTRACE` is set, which costs more than the rest
+/// of a front request. Panics keep theirs; `RUST_LIB_BACKTRACE=1` brings
+/// errors' back.
+fn quiet_error_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: the first thing `main` does; no other thread exists yet.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
+}
+
 /// wasmkeep: stateful WebAssembly actors on WASI 0.2 components.
 #[derive(Debug, Parser)]
 #[command(name = "wasmkeep", version)]
@@ -24,6 +35,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_error_backtraces();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into()),

@@ -41,6 +41,19 @@ pub fn call(req: &Request) -> Value {
     }
 }
 
+/// The calls of `many`, made one after another: answers how many were
+/// answered `200`.
+pub fn sequential(req: &Request) -> Value {
+    let to = param(req, "to");
+    let path = req.query_param("path").unwrap_or_else(|| "/peek".into());
+    let ok = to
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .filter(|t| wasmkeep_sdk::actors::call(t, Request::get(path.clone())).is_ok_and(|r| r.status == 200))
+        .count();
+    json!({ "ok": ok })
+}
+
 /// One call-many: to each of `to` (comma separated) at the matching entry
 /// of `paths` (`|` separated) or at `path`, each with a body of `mb` MiB.
 pub fn many(req: &Request) -> Response {

@@ -75,6 +75,7 @@ impl Actor for Probe {
                 Response::json(200, &answer)
             }
             ("GET", "/many") => calling::many(&req),
+            ("GET", "/sequential") => Response::json(200, &calling::sequential(&req)),
             ("GET", "/call-bench") => {
                 // `n` calls to `to`, each timed inside the guest: the round
                 // trip guest to guest, in nanoseconds.
