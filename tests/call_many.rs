@@ -110,6 +110,62 @@ async fn errors_are_per_entry() {
     assert_eq!(r[3]["status"], 200);
 }
 
+/// The results of one batch made by `from`, with a method per entry.
+async fn many_with(n: &TestNode, from: &str, to: &[&str], paths: &[&str], methods: &[&str]) -> Vec<Value> {
+    let url = format!(
+        "/actor/{from}/many?to={}&paths={}&methods={}",
+        to.join(","),
+        enc(&paths.join("|")),
+        enc(&methods.join("|"))
+    );
+    let a = n.get(&url).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json().as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_answer_declaring_more_than_is_left_fails_before_taking_anything() {
+    // A 1 MiB budget: the whole of it goes to one sibling only if the
+    // answer that declared too much took nothing.
+    let n = node(Limits { body_bytes: 1 << 20, ..test_limits() }).await;
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/answer?cl=2000000", "/answer?kb=1024"], 0).await;
+    assert_eq!(r[0]["error"], "TooLarge", "judged on its Content-Length, not its empty body: {r:?}");
+    assert_eq!((r[1]["status"].as_u64(), r[1]["len"].as_u64()), (Some(200), Some(1 << 20)));
+    // A failed entry gives back what it would have taken.
+    let r = many(&n, "open/a", &["open/b", "open/c"], &["/trap-after-write", "/answer?kb=1024"], 0).await;
+    assert_eq!(r[0]["reason"], "the callee failed");
+    assert_eq!(r[1]["len"], 1 << 20);
+}
+
+#[tokio::test]
+async fn a_head_204_or_304_is_judged_on_what_arrives() {
+    let n = node(Limits { body_bytes: 1 << 20, ..test_limits() }).await;
+    let to = ["open/b", "open/c", "open/d", "open/e"];
+    let paths =
+        ["/answer?cl=2000000", "/answer?status=204&cl=2000000", "/answer?status=304&cl=2000000", "/answer?kb=1024"];
+    let r = many_with(&n, "open/a", &to, &paths, &["HEAD", "GET", "GET", "GET"]).await;
+    assert_eq!(r[0]["status"], 200, "a HEAD's answer has no body: {r:?}");
+    assert_eq!(r[1]["status"], 204);
+    assert_eq!(r[2]["status"], 304);
+    assert_eq!(r[3]["len"], 1 << 20, "they took nothing");
+    // The same 2 MB declared on a GET's 200 is too large.
+    let r = many_with(&n, "open/a", &to[..1], &paths[..1], &["GET"]).await;
+    assert_eq!(r[0]["error"], "TooLarge");
+}
+
+#[tokio::test]
+async fn a_batch_entered_after_the_deadline_times_out_at_once_but_for_invalid_addresses() {
+    // A 1 s wall: calls may wait until 0.8 s into the event.
+    let n = node(Limits { wall_per_event_secs: 1.0, ..test_limits() }).await;
+    let a = n.get("/actor/open/a/many?to=open/b,bad,open/c&path=/count&after=850").await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let r = a.json();
+    assert_eq!(r[0]["error"], "Timeout");
+    assert_eq!(r[1]["error"], "InvalidAddress");
+    assert_eq!(r[2]["error"], "Timeout");
+    assert_eq!(count(&n, "open/b").await + count(&n, "open/c").await, 0, "none was started");
+}
+
 #[tokio::test]
 async fn one_deadline_for_the_batch_keeps_the_answers_that_came() {
     let n = node(Limits { wall_per_event_secs: 2.0, ..test_limits() }).await;

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use wasmkeep_core::budget::{ResponseBudget, content_length, is_bodyless};
 use wasmkeep_core::{Address, AppId, Caller, Chain, Origin, RawAddress, Refusal, header_range};
 use wasmkeep_runtime::{CallError, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait};
@@ -117,22 +118,27 @@ pub(crate) async fn call_many<S: CallSide>(
     let mut running = tokio::task::JoinSet::new();
     for (i, callee, request) in checked {
         let delivery = Delivery::new(side, callee, request);
+        let method = delivery.request.method.clone();
         match side.hold(&delivery.key()) {
             Ok(wait) => {
-                running.spawn(async move { (i, delivery.send(deadline, wait).await) });
+                running.spawn(async move { (i, method, delivery.send(deadline, wait).await) });
             }
             Err(b) => results[i] = Some(Err(busy(b))),
         }
     }
-    // Answers count against the batch's response budget as they arrive.
-    let mut budget = side.node().limits.body_bytes;
+    // Answers count against the batch's response budget as they arrive
+    // (here, whole: a local callee's answer is one piece).
+    let mut budget = ResponseBudget::new(side.node().limits.body_bytes);
     while let Some(joined) = running.join_next().await {
-        let Ok((i, result)) = joined else { continue };
+        let Ok((i, method, result)) = joined else { continue };
         results[i] = Some(match result {
-            Ok(r) if r.body.len() as u64 > budget => Err(CallError::TooLarge),
             Ok(r) => {
-                budget -= r.body.len() as u64;
-                Ok(r)
+                let bodyless = is_bodyless(&method, r.status);
+                if budget.take_whole(content_length(&r.headers), bodyless, r.body.len() as u64) {
+                    Ok(r)
+                } else {
+                    Err(CallError::TooLarge)
+                }
             }
             Err(e) => Err(e),
         });

@@ -1,9 +1,10 @@
 //! wasmkeep's sans-IO domain: names and addresses, access rules, the
-//! `x-wasmkeep-` header range, `/actor/` paths, limits and refusals. No
+//! `x-wasmkeep-` header range, `/actor/` paths, limits, deadlines, budgets and refusals. No
 //! sockets, no clock, no runtime: everything here is pure and tested here.
 
 pub mod access;
 pub mod actor_key;
+pub mod budget;
 pub mod caller;
 pub mod deadline;
 pub mod header_range;

@@ -55,8 +55,13 @@ pub fn sequential(req: &Request) -> Value {
 }
 
 /// One call-many: to each of `to` (comma separated) at the matching entry
-/// of `paths` (`|` separated) or at `path`, each with a body of `mb` MiB.
+/// of `paths` (`|` separated) or at `path`, with the matching method of
+/// `methods` (`|` separated; `GET` otherwise), each with a body of `mb`
+/// MiB; started `after` milliseconds into the event.
 pub fn many(req: &Request) -> Response {
+    std::thread::sleep(std::time::Duration::from_millis(param(req, "after").parse().unwrap_or(0)));
+    let methods = param(req, "methods");
+    let methods: Vec<&str> = methods.split('|').collect();
     let to = param(req, "to");
     let targets: Vec<&str> = if to.is_empty() { vec![] } else { to.split(',').collect() };
     let paths = param(req, "paths");
@@ -68,7 +73,8 @@ pub fn many(req: &Request) -> Response {
         .enumerate()
         .map(|(i, t)| {
             let p = paths.get(i).filter(|p| !p.is_empty()).map(|p| p.to_string()).unwrap_or(path.clone());
-            (*t, Request { method: "GET".into(), uri: p, headers: vec![], body: vec![b'x'; mb << 20] })
+            let method = methods.get(i).filter(|m| !m.is_empty()).copied().unwrap_or("GET").to_owned();
+            (*t, Request { method, uri: p, headers: vec![], body: vec![b'x'; mb << 20] })
         })
         .collect();
     let out: Vec<_> = wasmkeep_sdk::calls::call_many(&entries)

@@ -186,6 +186,16 @@ impl Actor for Probe {
                 .header("transfer-encoding", "chunked")
                 .header("connection", "close")
                 .header("x-wasmkeep-caller", "forged/by/actor"),
+            (_, "/answer") => {
+                // An answer of `status` with `kb` KiB of body, declaring
+                // `cl` as its Content-Length when given.
+                let body = vec![b'a'; param(&req, "kb").parse::<usize>().unwrap_or(0) << 10];
+                let answer = Response::empty(param(&req, "status").parse().unwrap_or(200)).body(body);
+                match req.query_param("cl") {
+                    Some(cl) => answer.header("content-length", cl),
+                    None => answer,
+                }
+            }
             ("GET", "/status") => {
                 storage::set_json("count", &(count() + 100)).unwrap();
                 Response::empty(param(&req, "code").parse().unwrap_or(200))
