@@ -259,6 +259,23 @@ async fn the_fronts_calls_waiting_on_the_node_are_at_most_the_slots() {
 }
 
 #[tokio::test]
+async fn a_batch_runs_in_its_requests_own_slot() {
+    let limits = Limits { front_slots: 2, front_slot_wait_secs: 0.1, ..test_limits() };
+    let n = node(limits).await;
+    let batch = tokio::spawn({
+        let (c, u) = (n.client.clone(), n.url.clone());
+        let url = format!("{u}/many?to=open/a,open/b,open/c&path=/sleep%3Fms%3D1000");
+        async move { c.get(url).send().await.unwrap().text().await.unwrap() }
+    });
+    assert!(wasmkeep_tests::eventually(Duration::from_secs(5), || n.node.front_calls_waiting() == 2).await);
+    assert_eq!(n.node.front_slots_in_use(), 1, "the batch's entries take no slot");
+    assert_eq!(n.get("/hello").await.status, 200, "the other slot is free");
+    let r: Value = serde_json::from_str(&batch.await.unwrap()).unwrap();
+    // Two slots: at most two front calls wait on the node.
+    assert_eq!(r.as_array().unwrap().iter().filter(|e| e["body"] == "slept").count(), 2, "{r}");
+}
+
+#[tokio::test]
 async fn a_request_finding_no_free_slot_waits_then_gets_503() {
     let limits = Limits { front_slots: 2, front_slot_wait_secs: 0.3, ..test_limits() };
     let n = node(limits).await;
