@@ -7,6 +7,7 @@ pub mod actor_key;
 pub mod budget;
 pub mod caller;
 pub mod deadline;
+pub mod handoff;
 pub mod header_range;
 pub mod limits;
 pub mod names;

@@ -25,8 +25,23 @@
 //!
 //! [`front!`]: crate::front!
 
-pub use crate::http::{Request, Response};
+pub use crate::http::{Request, Response, is_websocket};
 pub use crate::values;
+
+/// Hands a WebSocket upgrade to the actor `class/name`: its
+/// `on-websocket-open` sees `path` (starting with `/`, query included).
+/// Answer this to a request for which [`is_websocket`] holds; the host
+/// then opens the socket on the actor as the front, an inside caller (an
+/// `internal` class is reached, the actor is created if missing). To any
+/// other request it is an ordinary `426`: the host honours a hand-off only
+/// on an upgrade it marked. (The host's side of the hand-off is being
+/// built: until it lands, every hand-off reaches the client as this `426`.)
+pub fn hand_off(class: &str, name: &str, path: &str) -> Response {
+    Response::text(426, "websocket upgrade required")
+        .header("x-wasmkeep-handoff-class", class)
+        .header("x-wasmkeep-handoff-name", crate::http::percent_encode(name))
+        .header("x-wasmkeep-handoff-path", path)
+}
 
 /// Calls to the app's actors, from a front: the same as an actor's.
 pub mod actors {
@@ -134,4 +149,19 @@ macro_rules! front {
     $crate::__wasip2::http::proxy::export!(__WasmkeepFront with_types_in $crate::__wasip2);
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hand_off_is_a_426_with_the_three_headers() {
+        let r = hand_off("room", "lobby/main é", "/ws?user=ann");
+        assert_eq!(r.status, 426);
+        let h = |n: &str| r.headers.iter().filter(|(k, _)| k == n).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+        assert_eq!(h("x-wasmkeep-handoff-class"), [b"room".to_vec()]);
+        assert_eq!(h("x-wasmkeep-handoff-name"), [b"lobby%2Fmain%20%C3%A9".to_vec()]);
+        assert_eq!(h("x-wasmkeep-handoff-path"), [b"/ws?user=ann".to_vec()]);
+    }
 }

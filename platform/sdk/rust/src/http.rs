@@ -135,6 +135,28 @@ impl From<w::Response> for Response {
     }
 }
 
+/// Percent-encodes every byte but ASCII letters, digits and `-._~`, as
+/// names are encoded in paths and in the host's headers.
+pub(crate) fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Whether `request` is a WebSocket upgrade the host kept aside for the
+/// front (it sets `x-wasmkeep-upgrade: websocket`; no client can). A front
+/// answers one with [`crate::front::hand_off`], or with any response to
+/// refuse it.
+pub fn is_websocket(request: &Request) -> bool {
+    request.header("x-wasmkeep-upgrade") == Some("websocket")
+}
+
 /// Decodes `%XX` escapes; `None` if the result is not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
@@ -176,6 +198,20 @@ mod tests {
         assert_eq!(r.query_param("zz"), None);
         assert_eq!(req("/p").query_param("a"), None);
         assert_eq!(percent_decode("100%"), Some("100%".into()));
+    }
+
+    #[test]
+    fn names_are_encoded_as_the_host_decodes_them() {
+        assert_eq!(percent_encode("lobby/main é~-._"), "lobby%2Fmain%20%C3%A9~-._");
+        assert_eq!(percent_decode(&percent_encode("a/b c%")), Some("a/b c%".into()));
+    }
+
+    #[test]
+    fn only_the_hosts_mark_makes_a_websocket() {
+        let mut r = req("/ws");
+        assert!(!is_websocket(&r));
+        r.headers.push(("x-wasmkeep-upgrade".into(), b"websocket".to_vec()));
+        assert!(is_websocket(&r));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub mod front;
 mod http;
 pub mod storage;
 
-pub use http::{Request, Response};
+pub use http::{Request, Response, is_websocket};
 
 #[doc(hidden)]
 pub use wasip2 as __wasip2;
