@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmkeep_core::{Limits, RawAddress};
-use wasmkeep_runtime::{ActorHost, CallError, EngineConfig, GuestHost, Page, Request, Response, Runtime, StorageError};
+use wasmkeep_runtime::{
+    ActorHost, CallError, EngineConfig, GuestEvent, GuestHost, Page, Request, Response, Runtime, StorageError,
+};
 
 use crate::{flag, stats};
 
@@ -78,6 +80,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
         let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
         let peek = Request { method: "GET".into(), path: "/peek".into(), headers: vec![], body: vec![] };
+        let peek_event = GuestEvent::Request(peek.clone());
 
         // A pause before each sample, as a hibernated actor has before it
         // wakes: caches and the CPU cool down in it.
@@ -99,7 +102,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .instantiate(MemoryHost::default(), Instant::now() + Duration::from_secs(30))
                 .await
                 .map_err(|e| format!("{e:?}"))?;
-            instance.on_request(&peek, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
+            instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             raw_event.push(t.elapsed());
         }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use wasmkeep_runtime::{ActorInstance, EventFailure, Request, Response};
+use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent, Request, Response};
 use wasmkeep_scheduler::InstanceLease;
 use wasmkeep_storage::Epoch;
 
@@ -103,7 +103,13 @@ async fn execute(
         }
     };
     instance.host_mut().begin(epoch, values, started, chain);
-    match instance.on_request(&request, ends).await {
+    let answer = instance.run(&GuestEvent::Request(request), ends).await;
+    // A request is answered with a response; anything else is a host bug.
+    let answer = answer.and_then(|a| match a {
+        EventAnswer::Response(response) => Ok(response),
+        other => Err(EventFailure::Trap(format!("a request answered {other:?}"))),
+    });
+    match answer {
         Ok(response) => {
             if let Err(invalid) = check_response(response.status, &response.headers) {
                 // Not deliverable: its writes are dropped, like a trap's.

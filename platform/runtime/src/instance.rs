@@ -6,6 +6,7 @@ use std::time::Instant;
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
+use crate::bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 use crate::bindings::{ActorCore, ActorCorePre};
 use crate::host::{ActorHost, Egress, GuestState, Request, Response};
 use crate::wall::{self, timer};
@@ -73,17 +74,54 @@ impl<H: ActorHost> ActorInstance<H> {
         &self.component
     }
 
-    /// Runs `on-request` within the wall that `ends` then.
-    pub async fn on_request(&mut self, request: &Request, ends: Instant) -> Result<Response, EventFailure> {
+    /// Runs one event within the wall that `ends` then.
+    pub async fn run(&mut self, event: &GuestEvent, ends: Instant) -> Result<EventAnswer, EventFailure> {
         wall::start(&mut self.store, ends);
-        let events = self.bindings.wasmkeep_actor_events();
-        let run = events.call_on_request(&mut self.store, request);
+        let (store, events) = (&mut self.store, self.bindings.wasmkeep_actor_events());
+        let run = async {
+            wasmtime::Result::Ok(match event {
+                GuestEvent::Request(request) => {
+                    EventAnswer::Response(events.call_on_request(&mut *store, request).await?)
+                }
+                GuestEvent::SocketOpen { conn, path } => {
+                    EventAnswer::Opened(events.call_on_websocket_open(&mut *store, *conn, path).await?)
+                }
+                GuestEvent::SocketMessage { conn, message } => {
+                    events.call_on_websocket_message(&mut *store, *conn, message).await?;
+                    EventAnswer::Done
+                }
+                GuestEvent::SocketClose { conn, code, reason } => {
+                    events.call_on_websocket_close(&mut *store, *conn, *code, reason).await?;
+                    EventAnswer::Done
+                }
+            })
+        };
         let result = tokio::time::timeout_at(timer(ends), run).await;
         self.store.data_mut().wall_ends = None;
         match result {
             Err(_elapsed) => Err(EventFailure::Wall),
-            Ok(Ok(response)) => Ok(response),
+            Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) => Err(EventFailure::from_trap(&self.store, &e)),
         }
     }
+}
+
+/// An event as the guest receives it.
+#[derive(Debug, Clone)]
+pub enum GuestEvent {
+    Request(Request),
+    SocketOpen { conn: u64, path: String },
+    SocketMessage { conn: u64, message: SocketMessage },
+    SocketClose { conn: u64, code: u16, reason: String },
+}
+
+/// What the guest answered to an event.
+#[derive(Debug, Clone)]
+pub enum EventAnswer {
+    /// To a request.
+    Response(Response),
+    /// To a socket's open: accepted, or refused with a reason.
+    Opened(Result<(), String>),
+    /// To a socket's message or close.
+    Done,
 }
