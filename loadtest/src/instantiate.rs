@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use wasmkeep_core::{Limits, RawAddress};
 use wasmkeep_runtime::{
-    ActorHost, CallError, EngineConfig, GuestEvent, GuestHost, Page, Request, Response, Runtime, StorageError,
+    ActorHost, CallError, EngineConfig, GuestEvent, GuestHost, Page, Request, Response, Runtime, SocketError,
+    SocketSend, StorageError,
 };
 
 use crate::{flag, stats};
@@ -64,6 +65,12 @@ impl ActorHost for MemoryHost {
         Ok(())
     }
     fn delete_self(&mut self) {}
+    async fn socket_send(&mut self, _conn: u64, _message: SocketSend) -> Result<Result<(), SocketError>, String> {
+        Ok(Err(SocketError::NoSuchSocket))
+    }
+    fn socket_list(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent, Request, Response};
+use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent};
 use wasmkeep_scheduler::InstanceLease;
 use wasmkeep_storage::Epoch;
 
 use crate::NodeInner;
 use crate::admission::{Admitted, admit};
-use crate::event::{Event, EventError};
+use crate::event::{Event, EventError, EventKind};
 use crate::mailbox::MailboxKey;
 use crate::storage_gate::{EventHost, Outcome};
 use wasmkeep_core::response::check as check_response;
@@ -52,13 +52,40 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 }
 
 async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residence, event: Event) {
-    let Event { origin, request, arrived, reply } = event;
-    let result = match admit(node, key, residence, origin.is_outside(), arrived).await {
-        Ok(admitted) => execute(node, residence, admitted, origin, request).await,
-        Err(refusal) => Err(refusal.into()),
+    let Event { origin, kind, arrived } = event;
+    let admitted = admit(node, key, residence, origin.is_outside(), kind.may_create(), arrived).await;
+    let run = |guest: GuestEvent| async {
+        match admitted {
+            Ok(admitted) => execute(node, residence, admitted, origin, guest).await,
+            Err(refusal) => Err(EventError::from(refusal)),
+        }
     };
     // The caller may have gone; the event's effects stand regardless.
-    let _ = reply.send(result);
+    match kind {
+        EventKind::Request { request, reply } => {
+            let _ = reply.send(run(GuestEvent::Request(request)).await.and_then(|a| match a {
+                EventAnswer::Response(response) => Ok(response),
+                // A request is answered with a response; anything else is a host bug.
+                other => Err(EventError::from(EventFailure::Trap(format!("a request answered {other:?}")))),
+            }));
+        }
+        EventKind::SocketOpen { conn, path, reply } => {
+            let _ = reply.send(run(GuestEvent::SocketOpen { conn, path }).await.map(|a| match a {
+                EventAnswer::Opened(opened) => opened,
+                other => Err(format!("an open answered {other:?}")),
+            }));
+        }
+        EventKind::SocketMessage { conn, message } => {
+            if let Err(e) = run(GuestEvent::SocketMessage { conn, message }).await {
+                tracing::debug!(%conn, "a socket message was not handled: {e}");
+            }
+        }
+        EventKind::SocketClose { conn, code, reason } => {
+            if let Err(e) = run(GuestEvent::SocketClose { conn, code, reason }).await {
+                tracing::debug!(%conn, "a socket close was not handled: {e}");
+            }
+        }
+    }
 }
 
 async fn execute(
@@ -66,22 +93,23 @@ async fn execute(
     residence: &mut Residence,
     admitted: Admitted,
     origin: Origin,
-    mut request: Request,
-) -> Result<Response, EventError> {
+    mut event: GuestEvent,
+) -> Result<EventAnswer, EventError> {
     let Admitted { class, actor, epoch, values, app } = admitted;
     // One wall for the event, instantiation included.
     let started = std::time::Instant::now();
     let ends = started + node.limits.wall_per_event();
     // An inside caller's event says who calls; the host sets these, never
     // a client (the edge removed the range) nor a guest.
-    let chain = match origin {
-        Origin::Outside => Chain::new(),
-        Origin::Inside { caller, chain } => {
+    let chain = match (origin, &mut event) {
+        (Origin::Inside { caller, chain }, GuestEvent::Request(request)) => {
             request.headers.push(("x-wasmkeep-caller".into(), caller.header(&app.tenant).into_bytes()));
             request.headers.push(("x-wasmkeep-chain".into(), chain.header().into_bytes()));
             request.headers.push(("x-wasmkeep-app".into(), format!("{}/{}", app.tenant, app.name).into_bytes()));
             chain
         }
+        // A socket's events carry no request and no chain.
+        _ => Chain::new(),
     };
     // Each event runs on the active version's code: after a deploy the
     // old instance goes, and the next event starts a new one.
@@ -103,27 +131,24 @@ async fn execute(
         }
     };
     instance.host_mut().begin(epoch, values, started, chain);
-    let answer = instance.run(&GuestEvent::Request(request), ends).await;
-    // A request is answered with a response; anything else is a host bug.
-    let answer = answer.and_then(|a| match a {
-        EventAnswer::Response(response) => Ok(response),
-        other => Err(EventFailure::Trap(format!("a request answered {other:?}"))),
-    });
+    let answer = instance.run(&event, ends).await;
     match answer {
-        Ok(response) => {
-            if let Err(invalid) = check_response(response.status, &response.headers) {
+        Ok(answer) => {
+            if let EventAnswer::Response(response) = &answer
+                && let Err(invalid) = check_response(response.status, &response.headers)
+            {
                 // Not deliverable: its writes are dropped, like a trap's.
                 tracing::info!(%actor, "invalid answer: {invalid}");
                 residence.instance = None;
                 return Err(EventError::InvalidResponse);
             }
             match instance.host_mut().finish().await {
-                Ok(Outcome::Kept) => Ok(response),
+                Ok(Outcome::Kept) => Ok(answer),
                 Ok(Outcome::Deleted) => {
                     // It no longer exists: the next event is admitted afresh.
                     residence.epoch = None;
                     residence.instance = None;
-                    Ok(response)
+                    Ok(answer)
                 }
                 Err(e) => {
                     // Fenced or failed: the instance and its owner epoch go,

@@ -23,7 +23,8 @@ pub(crate) struct Admitted {
     pub values: Arc<BTreeMap<String, String>>,
 }
 
-/// Admits one event for the actor at `key`, from an outside caller or not.
+/// Admits one event for the actor at `key`, from an outside caller or not,
+/// creating the actor only if the event `may_create` it.
 /// `residence` is what the actor already holds: a resident actor is known
 /// to exist and holds a pool instance.
 pub(crate) async fn admit(
@@ -31,6 +32,7 @@ pub(crate) async fn admit(
     key: &MailboxKey,
     residence: &mut Residence,
     outside: bool,
+    may_create: bool,
     arrived: Instant,
 ) -> Result<Admitted, Refusal> {
     let app = node.app(key.app).ok_or(Refusal::NoSuchApp)?;
@@ -53,7 +55,7 @@ pub(crate) async fn admit(
     let actor = ActorKey { app: key.app, address: Address::new(class.name.clone(), name) };
     let epoch = match residence.epoch {
         Some(epoch) => epoch,
-        None => match node.store.wake(&actor, class.access.creates(outside), &node.id).await {
+        None => match node.store.wake(&actor, may_create && class.access.creates(outside), &node.id).await {
             Ok(Wake::Owned { epoch, .. }) => *residence.epoch.insert(epoch),
             Ok(Wake::Missing) => return Err(Refusal::NoSuchActor),
             Err(e) => return Err(Refusal::StoreUnavailable(e.to_string())),

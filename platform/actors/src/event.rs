@@ -3,7 +3,7 @@
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use wasmkeep_core::{Origin, Refusal};
-use wasmkeep_runtime::{Request, Response};
+use wasmkeep_runtime::{Request, Response, SocketMessage};
 
 /// Why an event gave no response of the actor's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,13 +26,28 @@ pub enum EventError {
     ShuttingDown,
 }
 
-/// One request event in a mailbox.
+/// One event in a mailbox.
 pub(crate) struct Event {
     pub origin: Origin,
-    pub request: Request,
+    pub kind: EventKind,
     /// When the event arrived: its admission wait counts from here.
     pub arrived: Instant,
-    pub reply: oneshot::Sender<Result<Response, EventError>>,
+}
+
+/// What an event is, and where its answer goes.
+pub(crate) enum EventKind {
+    Request { request: Request, reply: oneshot::Sender<Result<Response, EventError>> },
+    SocketOpen { conn: u64, path: String, reply: oneshot::Sender<Result<Result<(), String>, EventError>> },
+    SocketMessage { conn: u64, message: SocketMessage },
+    SocketClose { conn: u64, code: u16, reason: String },
+}
+
+impl EventKind {
+    /// Whether admission may create the actor for this event: a socket's
+    /// message or close never does (seed 0027).
+    pub fn may_create(&self) -> bool {
+        matches!(self, Self::Request { .. } | Self::SocketOpen { .. })
+    }
 }
 
 /// How an event's failure is answered: the one place that decides, for the
@@ -43,6 +58,15 @@ pub struct ErrorAnswer {
     pub retry_after: Option<u32>,
     /// For the client: no host detail.
     pub text: String,
+}
+
+impl From<wasmkeep_runtime::EventFailure> for EventError {
+    fn from(f: wasmkeep_runtime::EventFailure) -> Self {
+        match f {
+            wasmkeep_runtime::EventFailure::Wall => Self::Wall,
+            wasmkeep_runtime::EventFailure::Trap(_) => Self::Trapped,
+        }
+    }
 }
 
 impl EventError {

@@ -10,6 +10,7 @@ mod front;
 mod mailbox;
 mod metrics;
 mod router;
+mod sockets;
 mod storage_gate;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -19,15 +20,19 @@ use std::sync::{Arc, RwLock};
 use wasmkeep_core::{AppId, Limits, Origin, RawAddress};
 use wasmkeep_runtime::{EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, InstancePool};
+use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::Store;
 use wasmkeep_telemetry::Metrics;
 
 pub use app::{App, Class, ClassSpec, Version, VersionSpec};
 pub use event::{ErrorAnswer, EventError};
 pub use front::{FrontError, FrontHost};
+pub use sockets::SocketOpenError;
 pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
 pub use wasmkeep_runtime::FrontBody;
+pub use wasmkeep_runtime::SocketMessage;
 pub use wasmkeep_runtime::{Request, Response};
+pub use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SocketQueue};
 
 use app::{StoredClass, StoredManifest};
 use mailbox::{MailboxKey, Mailboxes};
@@ -85,6 +90,8 @@ pub(crate) struct NodeInner {
     pub metrics: Arc<Metrics>,
     apps: RwLock<HashMap<AppId, Arc<App>>>,
     pub mailboxes: Mailboxes,
+    /// Every open socket of the node.
+    pub sockets: Registry<MailboxKey>,
 }
 
 impl NodeInner {
@@ -107,6 +114,12 @@ impl Node {
                 config.limits.front_calls_per_node() as usize,
             ),
             metrics: Arc::new(Metrics::default()),
+            sockets: Registry::new(SocketLimits {
+                per_actor: config.limits.sockets_per_actor as usize,
+                per_node: config.limits.sockets_per_node as usize,
+                message_bytes: config.limits.socket_message_bytes,
+                queue_bytes: config.limits.socket_queue_bytes,
+            }),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
             limits: config.limits,
             runtime,

@@ -11,7 +11,7 @@ use wasmkeep_core::{AppId, Origin, RawAddress};
 use wasmkeep_runtime::{Request, Response};
 
 use crate::NodeInner;
-use crate::event::{Event, EventError};
+use crate::event::{Event, EventError, EventKind};
 use crate::mailbox::MailboxKey;
 
 /// Delivers a request event to the actor at `target` and waits for its
@@ -24,7 +24,19 @@ pub(crate) async fn deliver(
     request: Request,
 ) -> Result<Response, EventError> {
     let (reply, answer) = oneshot::channel();
-    let event = Event { origin, request, arrived: Instant::now(), reply };
-    node.mailboxes.post(node, MailboxKey { app, address: target }, event)?;
+    post(node, app, target, origin, EventKind::Request { request, reply })?;
     answer.await.unwrap_or(Err(EventError::ShuttingDown))
+}
+
+/// Posts any event to the actor at `target`; its answer, if it has one,
+/// goes where the event says.
+pub(crate) fn post(
+    node: &Arc<NodeInner>,
+    app: AppId,
+    target: RawAddress,
+    origin: Origin,
+    kind: EventKind,
+) -> Result<(), wasmkeep_core::Refusal> {
+    let event = Event { origin, kind, arrived: Instant::now() };
+    node.mailboxes.post(node, MailboxKey { app, address: target }, event)
 }

@@ -10,7 +10,9 @@ use std::time::Instant;
 
 use wasmkeep_core::deadline::actor_call_deadline;
 use wasmkeep_core::{ActorKey, AppId, Caller, Chain};
-use wasmkeep_runtime::{ActorHost, CallError, GuestHost, Page, Request, Response, StorageError};
+use wasmkeep_runtime::{
+    ActorHost, CallError, GuestHost, Page, Request, Response, SocketError, SocketSend, StorageError,
+};
 use wasmkeep_storage::{Epoch, Store, StoreError, WriteBatch};
 
 use crate::NodeInner;
@@ -245,6 +247,14 @@ impl ActorHost for EventHost {
 
     fn delete_self(&mut self) {
         self.deleted = true;
+    }
+
+    async fn socket_send(&mut self, conn: u64, message: SocketSend) -> Result<Result<(), SocketError>, String> {
+        self.send_on_socket(conn, message).await
+    }
+
+    fn socket_list(&self) -> Vec<u64> {
+        self.sockets_of_actor()
     }
 }
 

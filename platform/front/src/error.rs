@@ -16,6 +16,8 @@ pub(crate) enum HttpError {
     BodyTooLarge(u64),
     BodyUnreadable,
     NoHost,
+    /// Too many sockets on the actor or the node.
+    SocketsFull,
 }
 
 impl From<FrontError> for HttpError {
@@ -61,6 +63,7 @@ impl HttpError {
                 (status, retry_after, e.to_string())
             }
             Self::NoHost => (S::BAD_REQUEST, None, "request has no Host header".into()),
+            Self::SocketsFull => (S::SERVICE_UNAVAILABLE, Some(5), "too many sockets; retry later".into()),
         };
         let mut response = http::Response::new(full(Bytes::from(text + "\n")));
         *response.status_mut() = status;

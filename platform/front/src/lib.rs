@@ -9,6 +9,8 @@ mod edge;
 mod error;
 mod front_route;
 mod server;
+mod socket_conn;
+mod socket_route;
 
 pub use edge::AppRouting;
 pub use server::{PublicPort, serve};

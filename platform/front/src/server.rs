@@ -12,10 +12,11 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use wasmkeep_actors::Node;
 use wasmkeep_core::Refusal;
+use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
 
 use crate::error::HttpError;
-use crate::{AppRouting, HttpResponse, actor_route, body, edge, front_route};
+use crate::{AppRouting, HttpResponse, actor_route, body, edge, front_route, socket_route};
 
 /// What the public port serves.
 pub struct PublicPort {
@@ -35,6 +36,9 @@ impl PublicPort {
         let Some(target) = parse_actor_path(parts.uri.path(), parts.uri.query()) else {
             return front_route::handle(&self.node, app, http::Request::from_parts(parts, incoming)).await;
         };
+        if is_websocket_upgrade(&parts.method, &parts.headers) {
+            return socket_route::upgrade(&self.node, app, target, http::Request::from_parts(parts, incoming)).await;
+        }
         let body = body::read(incoming, self.node.limits().body_bytes).await?;
         actor_route::handle(&self.node, app, target, &parts, body).await
     }
@@ -64,8 +68,9 @@ pub async fn serve(listener: TcpListener, port: PublicPort, shutdown: impl Futur
                 let port = port.clone();
                 async move { Ok::<_, Infallible>(port.handle(req).await) }
             });
-            if let Err(e) =
-                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
+            if let Err(e) = auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await
             {
                 tracing::debug!("connection ended: {e}");
             }

@@ -17,11 +17,12 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
-pub use bindings::wasmkeep::actor::sockets::SocketError;
 pub use cache::component_hash;
 pub use engine::{EngineConfig, TICK};
 pub use front::{FrontBody, FrontComponent};
-pub use host::{ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, StorageError};
+pub use host::{
+    ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
+};
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
 pub use wall::EventFailure;
 

@@ -147,6 +147,17 @@ impl<K: Hash + Eq + Clone> Registry<K> {
         entry.tx.send(message).map_err(|_| SendError::NoSuchSocket)
     }
 
+    /// Closes a socket now, whatever its queue holds, and forgets it: the
+    /// host's own close (a full queue, an overloaded actor, a deploy).
+    pub fn force_close(&self, conn: ConnId, code: u16, reason: &str) {
+        let inner = self.lock();
+        if let Some(entry) = inner.sockets.get(&conn) {
+            let _ = entry.tx.send(Outgoing::Close { code, reason: reason.to_owned() });
+        }
+        drop(inner);
+        self.remove(conn);
+    }
+
     /// `actor`'s open sockets, oldest first.
     pub fn list(&self, actor: &K) -> Vec<ConnId> {
         self.lock().by_actor.get(actor).map(|s| s.iter().copied().collect()).unwrap_or_default()

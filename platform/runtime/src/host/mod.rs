@@ -21,6 +21,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub use egress::Egress;
 
 pub use crate::bindings::wasmkeep::actor::actors::{CallError, Request, Response};
+pub use crate::bindings::wasmkeep::actor::sockets::SocketError;
 pub use crate::bindings::wasmkeep::actor::storage::{Page, StorageError};
 
 /// What any guest of an app may ask the host, actor or front: the app's
@@ -54,6 +55,23 @@ pub trait ActorHost: GuestHost {
     fn storage_delete_all(&mut self) -> Result<(), StorageError>;
     /// Marks the actor deleted; the runtime deletes it when the event ends.
     fn delete_self(&mut self);
+    /// Sends on, or closes, one of the actor's sockets. An `Err` traps the
+    /// guest (a close code no socket may send, the store failing).
+    fn socket_send(
+        &mut self,
+        conn: u64,
+        message: SocketSend,
+    ) -> impl Future<Output = Result<Result<(), SocketError>, String>> + Send;
+    /// The actor's open sockets.
+    fn socket_list(&self) -> Vec<u64>;
+}
+
+/// What an actor sends on a socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketSend {
+    Text(String),
+    Binary(Vec<u8>),
+    Close { code: u16, reason: String },
 }
 
 /// A store's data: WASI's contexts, the guest's limits and its host.

@@ -196,12 +196,65 @@ impl Actor for Probe {
                     None => answer,
                 }
             }
+            ("GET", "/opened") => {
+                Response::json(200, &storage::get_json::<Vec<String>>("opened").unwrap().unwrap_or_default())
+            }
+            ("GET", "/closes") => {
+                Response::json(200, &storage::get_json::<Vec<String>>("closes").unwrap().unwrap_or_default())
+            }
             ("GET", "/status") => {
                 storage::set_json("count", &(count() + 100)).unwrap();
                 Response::empty(param(&req, "code").parse().unwrap_or(200))
             }
             _ => Response::not_found(),
         }
+    }
+
+    fn on_websocket_open(&mut self, conn: u64, path: String) -> Result<(), String> {
+        if path.contains("refuse") {
+            return Err(format!("refused by the probe at {path}"));
+        }
+        let mut opened: Vec<String> = storage::get_json("opened").unwrap().unwrap_or_default();
+        opened.push(format!("{conn} {path}"));
+        storage::set_json("opened", &opened).unwrap();
+        if path.contains("greet") {
+            sockets::send_text(conn, "welcome").unwrap();
+        }
+        Ok(())
+    }
+
+    fn on_websocket_message(&mut self, conn: u64, message: wasmkeep_sdk::Message) {
+        let text = match message {
+            wasmkeep_sdk::Message::Text(t) => t,
+            wasmkeep_sdk::Message::Binary(b) => {
+                sockets::send_binary(conn, &b).unwrap();
+                return;
+            }
+        };
+        let (verb, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
+        match verb {
+            "echo" => sockets::send_text(conn, rest).unwrap(),
+            "whoami" => sockets::send_text(conn, &format!("{conn} events={}", self.events)).unwrap(),
+            "all" => {
+                for other in sockets::list() {
+                    sockets::send_text(other, rest).unwrap();
+                }
+            }
+            "close" => sockets::close(conn, 4000, rest).unwrap(),
+            "big" => {
+                let r = sockets::send_text(conn, &"x".repeat(rest.parse().unwrap_or(0)));
+                sockets::send_text(conn, &format!("{r:?}")).unwrap();
+            }
+            "trap" => panic!("the probe traps on a message"),
+            _ => sockets::send_text(conn, &format!("unknown: {text}")).unwrap(),
+        }
+        self.events += 1;
+    }
+
+    fn on_websocket_close(&mut self, conn: u64, code: u16, reason: String) {
+        let mut closes: Vec<String> = storage::get_json("closes").unwrap().unwrap_or_default();
+        closes.push(format!("{conn} {code} {reason}"));
+        storage::set_json("closes", &closes).unwrap();
     }
 }
 

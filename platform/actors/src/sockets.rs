@@ -1,0 +1,150 @@
+//! An actor's sockets (DESIGN §3.2, seed 0027): opening one runs the
+//! actor's `on-websocket-open`; its messages and its close run through the
+//! actor's mailbox like every event, admitted as the registry's mark says
+//! (inside when the front opened it) and never creating the actor.
+
+use tokio::sync::oneshot;
+use wasmkeep_core::{AppId, Caller, Chain, Origin, RawAddress};
+use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
+use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
+
+use crate::event::{EventError, EventKind};
+use crate::mailbox::MailboxKey;
+use crate::storage_gate::EventHost;
+use crate::{Node, router};
+
+/// Why a socket did not open.
+#[derive(Debug)]
+pub enum SocketOpenError {
+    /// Too many sockets on the actor or the node.
+    Full(OpenRefusal),
+    /// `on-websocket-open` refused it, with the actor's reason.
+    Refused(String),
+    /// The open event failed: admission refused it, the actor trapped.
+    Event(EventError),
+}
+
+/// The origin a socket's events admit with: inside, as the front, when the
+/// front opened it.
+fn origin(from_front: bool) -> Origin {
+    if from_front { Origin::Inside { caller: Caller::Front, chain: Chain::new() } } else { Origin::Outside }
+}
+
+impl Node {
+    /// Opens a socket on the actor at `target` and runs its
+    /// `on-websocket-open(conn, path)`; the queue is the connection's to
+    /// drive. Nothing is registered unless the actor accepts.
+    pub async fn open_socket(
+        &self,
+        app: AppId,
+        target: RawAddress,
+        from_front: bool,
+        path: String,
+    ) -> Result<SocketQueue, SocketOpenError> {
+        let node = &self.0;
+        let key = MailboxKey { app, address: target.clone() };
+        let queue = node.sockets.open(key, from_front).map_err(SocketOpenError::Full)?;
+        let conn = queue.conn;
+        let (reply, answer) = oneshot::channel();
+        let opened =
+            match router::post(node, app, target, origin(from_front), EventKind::SocketOpen { conn, path, reply }) {
+                Ok(()) => answer.await.unwrap_or(Err(EventError::ShuttingDown)),
+                Err(refusal) => Err(refusal.into()),
+            };
+        match opened {
+            Ok(Ok(())) => Ok(queue),
+            Ok(Err(reason)) => {
+                node.sockets.remove(conn);
+                Err(SocketOpenError::Refused(reason))
+            }
+            Err(e) => {
+                node.sockets.remove(conn);
+                Err(SocketOpenError::Event(e))
+            }
+        }
+    }
+
+    /// A message from the client of socket `conn`.
+    pub fn socket_message(&self, conn: ConnId, message: SocketMessage) {
+        self.post_socket_event(conn, EventKind::SocketMessage { conn, message });
+    }
+
+    /// The client closed socket `conn` (or its connection was lost: 1006).
+    /// The socket leaves the registry before the actor hears of it.
+    pub fn socket_closed(&self, conn: ConnId, code: u16, reason: String) {
+        let entry = self.0.sockets.get(conn);
+        self.0.sockets.remove(conn);
+        if let Some((key, from_front)) = entry {
+            let event = EventKind::SocketClose { conn, code, reason };
+            let _ = router::post(&self.0, key.app, key.address, origin(from_front), event);
+        }
+    }
+
+    /// Forgets socket `conn` without telling its actor (the actor closed it).
+    pub fn socket_gone(&self, conn: ConnId) {
+        self.0.sockets.remove(conn);
+    }
+
+    /// Sockets open on this node.
+    pub fn open_sockets(&self) -> usize {
+        self.0.sockets.len()
+    }
+
+    fn post_socket_event(&self, conn: ConnId, event: EventKind) {
+        let Some((key, from_front)) = self.0.sockets.get(conn) else { return };
+        if router::post(&self.0, key.app, key.address, origin(from_front), event).is_err() {
+            // A full mailbox cannot take the message: the client learns it.
+            self.0.sockets.force_close(conn, 1013, "the actor is overloaded");
+        }
+    }
+}
+
+/// The `sockets` interface for one resident actor.
+impl EventHost {
+    pub(crate) async fn send_on_socket(
+        &mut self,
+        conn: u64,
+        message: SocketSend,
+    ) -> Result<Result<(), SocketError>, String> {
+        let outgoing = match message {
+            SocketSend::Text(t) => Outgoing::Text(t),
+            SocketSend::Binary(b) => Outgoing::Binary(b),
+            SocketSend::Close { code, reason } => {
+                if !may_send_close(code) {
+                    return Err(format!("close code {code} is not one a socket may send"));
+                }
+                if reason.len() > 123 {
+                    return Ok(Err(SocketError::TooLarge));
+                }
+                Outgoing::Close { code, reason }
+            }
+        };
+        // The output gate: nothing leaves before the writes made before it.
+        self.flush().await.map_err(|e| format!("commit before a socket send failed: {e}"))?;
+        let key = MailboxKey { app: self.key.app, address: RawAddress::from(&self.key.address) };
+        let closing = matches!(outgoing, Outgoing::Close { .. });
+        let sent = self.node.sockets.send(&key, conn, outgoing);
+        if closing && sent.is_ok() {
+            // Closed by the actor itself: no close event follows.
+            self.node.sockets.remove(conn);
+        }
+        Ok(sent.map_err(|e| match e {
+            SendError::NoSuchSocket => SocketError::NoSuchSocket,
+            SendError::TooLarge => SocketError::TooLarge,
+            SendError::QueueFull => {
+                self.node.sockets.force_close(conn, 1008, "the send queue is full");
+                SocketError::QueueFull
+            }
+        }))
+    }
+
+    pub(crate) fn sockets_of_actor(&self) -> Vec<u64> {
+        let key = MailboxKey { app: self.key.app, address: RawAddress::from(&self.key.address) };
+        self.node.sockets.list(&key)
+    }
+}
+
+/// Close codes an endpoint may send (RFC 6455 §7.4).
+fn may_send_close(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
+}

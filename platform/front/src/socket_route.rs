@@ -1,0 +1,51 @@
+//! A WebSocket upgrade at `/actor/<class>/<name>/<rest>` (DESIGN §3.2): an
+//! outside caller's socket. The actor's `on-websocket-open(conn, rest)`
+//! runs before the `101`; a refusal still answers `101`, then closes with
+//! 1008 and the actor's reason.
+
+use http::{HeaderValue, StatusCode, header};
+use hyper::body::Incoming;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use wasmkeep_actors::{Node, SocketOpenError};
+use wasmkeep_core::AppId;
+use wasmkeep_core::path::ActorPath;
+
+use crate::error::HttpError;
+use crate::{HttpResponse, full, socket_conn};
+
+pub(crate) async fn upgrade(
+    node: &Node,
+    app: AppId,
+    target: ActorPath,
+    mut request: http::Request<Incoming>,
+) -> Result<HttpResponse, HttpError> {
+    let accept = match request.headers().get(header::SEC_WEBSOCKET_KEY) {
+        Some(key) => derive_accept_key(key.as_bytes()),
+        None => return Err(HttpError::BodyUnreadable),
+    };
+    let on_upgrade = hyper::upgrade::on(&mut request);
+    match node.open_socket(app, target.address, false, target.rest).await {
+        Ok(queue) => {
+            tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
+        }
+        Err(SocketOpenError::Refused(reason)) => {
+            tokio::spawn(socket_conn::refuse(on_upgrade, reason));
+        }
+        Err(SocketOpenError::Full(_)) => return Err(HttpError::SocketsFull),
+        Err(SocketOpenError::Event(e)) => return Err(e.into()),
+    }
+    Ok(switching_protocols(&accept))
+}
+
+/// The `101` that completes a WebSocket handshake.
+pub(crate) fn switching_protocols(accept: &str) -> HttpResponse {
+    let mut response = http::Response::new(full(bytes::Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(accept) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    response
+}

@@ -1,0 +1,188 @@
+//! Host-owned WebSockets at `/actor/` (DESIGN §3.2): the open before the
+//! `101`, events through the mailbox, the `sockets` interface, parking,
+//! and the limits. Real clients (tokio-tungstenite) on a real port.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use wasmkeep_actors::VersionSpec;
+use wasmkeep_core::Limits;
+use wasmkeep_tests::{TestNode, eventually, probe_classes, test_limits};
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn node(limits: Limits) -> TestNode {
+    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await
+}
+
+async fn connect(n: &TestNode, path: &str) -> Ws {
+    let url = format!("{}{path}", n.url.replace("http://", "ws://"));
+    tokio_tungstenite::connect_async(url).await.expect("the upgrade succeeds").0
+}
+
+/// The next text message, within a few seconds.
+async fn text(ws: &mut Ws) -> String {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a message comes") {
+            Some(Ok(Message::Text(t))) => return t.to_string(),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            other => panic!("expected text, got {other:?}"),
+        }
+    }
+}
+
+/// The close frame the host sends.
+async fn closed(ws: &mut Ws) -> (u16, String) {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("the socket closes") {
+            Some(Ok(Message::Close(Some(f)))) => return (u16::from(f.code), f.reason.to_string()),
+            Some(Ok(Message::Close(None))) | None => return (1005, String::new()),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => panic!("{e}"),
+        }
+    }
+}
+
+async fn json_list(n: &TestNode, path: &str) -> Vec<String> {
+    serde_json::from_str(&n.get(path).await.body).unwrap()
+}
+
+/// The close events `actor` recorded, once there is one.
+async fn closes(n: &TestNode, actor: &str) -> Vec<String> {
+    for _ in 0..250 {
+        let c = json_list(n, &format!("/actor/{actor}/closes")).await;
+        if !c.is_empty() {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{actor} recorded no close");
+}
+
+#[tokio::test]
+async fn a_socket_opens_at_actor_and_carries_messages_both_ways() {
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/ws?greet=1").await;
+    assert_eq!(text(&mut ws).await, "welcome", "the open ran before the 101, and could send");
+    ws.send(Message::text("echo:hello")).await.unwrap();
+    assert_eq!(text(&mut ws).await, "hello");
+    ws.send(Message::binary(vec![1u8, 2, 3])).await.unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(echoed, Message::binary(vec![1u8, 2, 3]));
+    let opened = json_list(&n, "/actor/open/a/opened").await;
+    assert_eq!(opened.len(), 1);
+    assert!(opened[0].ends_with(" /ws?greet=1"), "the actor sees the rest of the path: {opened:?}");
+    let conn: u64 = opened[0].split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(n.get("/actor/open/a/sockets").await.json(), serde_json::json!([conn]));
+}
+
+#[tokio::test]
+async fn a_refused_open_at_actor_is_101_then_1008_with_the_actors_reason() {
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/refuse").await;
+    assert_eq!(closed(&mut ws).await, (1008, "refused by the probe at /refuse".into()));
+    assert_eq!(n.get("/actor/open/a/sockets").await.body, "[]");
+}
+
+#[tokio::test]
+async fn an_outside_upgrade_to_an_internal_class_is_refused_as_http() {
+    let n = node(test_limits()).await;
+    let url = format!("{}/actor/internal/a/ws", n.url.replace("http://", "ws://"));
+    let err = tokio_tungstenite::connect_async(url).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+}
+
+#[tokio::test]
+async fn the_client_closing_is_the_actors_close_event() {
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    ws.close(Some(CloseFrame { code: CloseCode::from(4001), reason: "leaving".into() })).await.unwrap();
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+    let closes = closes(&n, "open/a").await;
+    assert!(closes[0].ends_with(" 4001 leaving"), "{closes:?}");
+}
+
+#[tokio::test]
+async fn a_lost_connection_is_a_close_with_1006() {
+    let n = node(test_limits()).await;
+    let ws = connect(&n, "/actor/open/a/ws").await;
+    drop(ws);
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+    let closes = closes(&n, "open/a").await;
+    assert!(closes[0].ends_with(" 1006 "), "{closes:?}");
+}
+
+#[tokio::test]
+async fn the_actor_sends_to_all_its_sockets_and_closes_one() {
+    let n = node(test_limits()).await;
+    let mut a = connect(&n, "/actor/open/room/ws").await;
+    let mut b = connect(&n, "/actor/open/room/ws").await;
+    a.send(Message::text("all:hi both")).await.unwrap();
+    assert_eq!(text(&mut a).await, "hi both");
+    assert_eq!(text(&mut b).await, "hi both");
+    b.send(Message::text("close:bye")).await.unwrap();
+    assert_eq!(closed(&mut b).await, (4000, "bye".into()));
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 1).await);
+    a.send(Message::text("all:only you")).await.unwrap();
+    assert_eq!(text(&mut a).await, "only you");
+    assert!(json_list(&n, "/actor/open/room/closes").await.is_empty(), "a close the actor made is not an event");
+}
+
+#[tokio::test]
+async fn a_parked_actor_wakes_with_its_sockets_and_their_ids() {
+    let n = node(Limits { idle_secs: 0.2, ..test_limits() }).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    ws.send(Message::text("whoami")).await.unwrap();
+    let first = text(&mut ws).await;
+    assert!(eventually(Duration::from_secs(5), || n.node.resident_actors() == 0).await, "it hibernated");
+    assert_eq!(n.node.open_sockets(), 1, "its socket stayed open: it is parked");
+    ws.send(Message::text("whoami")).await.unwrap();
+    let second = text(&mut ws).await;
+    let conn = |s: &str| s.split(' ').next().unwrap().to_owned();
+    assert_eq!(conn(&first), conn(&second), "the same conn id");
+    assert!(second.ends_with("events=0"), "a new instance woke: {second}");
+}
+
+#[tokio::test]
+async fn the_host_answers_pings() {
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    ws.send(Message::Ping(b"are you there".to_vec().into())).await.unwrap();
+    let pong = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(pong, Message::Pong(b"are you there".to_vec().into()));
+}
+
+#[tokio::test]
+async fn sockets_per_actor_and_per_node_are_bounded_at_the_upgrade() {
+    let limits = Limits { sockets_per_actor: 2, sockets_per_node: 3, ..test_limits() };
+    let n = node(limits).await;
+    let _a1 = connect(&n, "/actor/open/a/ws").await;
+    let _a2 = connect(&n, "/actor/open/a/ws").await;
+    let upgrade = |path: &str| {
+        n.client
+            .get(format!("{}{path}", n.url))
+            .header("upgrade", "websocket")
+            .header("connection", "upgrade")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+    };
+    let a = n.send(upgrade("/actor/open/a/ws")).await;
+    assert_eq!((a.status, a.header("retry-after")), (503, Some("5")));
+    let _b1 = connect(&n, "/actor/open/b/ws").await;
+    let a = n.send(upgrade("/actor/open/c/ws")).await;
+    assert_eq!((a.status, a.header("retry-after")), (503, Some("5")), "the node's bound");
+}
+
+#[tokio::test]
+async fn a_message_over_the_limit_closes_with_1009_and_sends_over_it_fail() {
+    let n = node(Limits { socket_message_bytes: 1024, ..test_limits() }).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    ws.send(Message::text("big:2000")).await.unwrap();
+    assert_eq!(text(&mut ws).await, "Err(SocketError::TooLarge)");
+    ws.send(Message::text("x".repeat(2000))).await.unwrap();
+    assert_eq!(closed(&mut ws).await.0, 1009);
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+}
