@@ -10,7 +10,7 @@ use bytes::Bytes;
 use hyper::body::Body;
 use wasmkeep_core::deadline::front_call_deadline;
 use wasmkeep_core::{AppId, Caller, Chain};
-use wasmkeep_runtime::{CallError, EventFailure, FrontBody, GuestHost, Request, Response};
+use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease};
 
 use crate::calls::{self, CallSide};
@@ -51,11 +51,13 @@ pub struct FrontHost {
 impl Node {
     /// Serves one request with the app's front: waits for a slot (at most
     /// the slot wait), then runs a fresh instance under the request's wall.
+    /// Answers the front's answer as soon as its head is set, with the
+    /// instance still running (writing the body) to stop if need be.
     pub async fn serve_front<B>(
         &self,
         app: AppId,
         request: http::Request<B>,
-    ) -> Result<http::Response<FrontBody>, FrontError>
+    ) -> Result<(http::Response<FrontBody>, FrontRun), FrontError>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,

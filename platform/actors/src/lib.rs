@@ -29,8 +29,8 @@ pub use event::{ErrorAnswer, EventError};
 pub use front::{FrontError, FrontHost};
 pub use sockets::SocketOpenError;
 pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
-pub use wasmkeep_runtime::FrontBody;
 pub use wasmkeep_runtime::SocketMessage;
+pub use wasmkeep_runtime::{FrontBody, FrontRun};
 pub use wasmkeep_runtime::{Request, Response};
 pub use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SocketQueue};
 

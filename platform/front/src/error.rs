@@ -18,6 +18,8 @@ pub(crate) enum HttpError {
     NoHost,
     /// Too many sockets on the actor or the node.
     SocketsFull,
+    /// The actor's `on-websocket-open` refused a handed-off socket.
+    SocketRefused(String),
 }
 
 impl From<FrontError> for HttpError {
@@ -64,14 +66,20 @@ impl HttpError {
             }
             Self::NoHost => (S::BAD_REQUEST, None, "request has no Host header".into()),
             Self::SocketsFull => (S::SERVICE_UNAVAILABLE, Some(5), "too many sockets; retry later".into()),
+            // The actor's own words, as its close reason would have been.
+            Self::SocketRefused(reason) => return text_response(S::FORBIDDEN, None, reason),
         };
-        let mut response = http::Response::new(full(Bytes::from(text + "\n")));
-        *response.status_mut() = status;
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-        if let Some(secs) = retry_after {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        response
+        text_response(status, retry_after, text + "\n")
     }
+}
+
+fn text_response(status: StatusCode, retry_after: Option<u32>, text: String) -> HttpResponse {
+    let mut response = http::Response::new(full(Bytes::from(text)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    if let Some(secs) = retry_after {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
 }

@@ -2,40 +2,79 @@
 //! request reaches the front as the client sent it, less the host's header
 //! range (removed at the edge); the front's answer loses the range too,
 //! from its headers and its trailers, on its way out.
+//!
+//! A WebSocket upgrade is kept aside and marked `x-wasmkeep-upgrade:
+//! websocket` (seed 0027); the front's answer to it may hand the socket to
+//! an actor with the three hand-off headers, honoured on a marked request
+//! only.
 
+use http::HeaderValue;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use wasmkeep_actors::{FrontError, Node};
+use wasmkeep_core::handoff::{self, UPGRADE_MARK, UPGRADE_WEBSOCKET, is_websocket_upgrade};
 use wasmkeep_core::{AppId, header_range};
 
 use crate::error::HttpError;
-use crate::{HttpResponse, boxed_error};
+use crate::{HttpResponse, boxed_error, socket_route};
 
 pub(crate) async fn handle(
     node: &Node,
     app: AppId,
-    request: http::Request<Incoming>,
+    mut request: http::Request<Incoming>,
 ) -> Result<HttpResponse, HttpError> {
     // A request in origin form names its host only in `Host`; the front
     // reads its authority from there.
     if request.uri().authority().is_none() && !request.headers().contains_key(http::header::HOST) {
         return Err(HttpError::NoHost);
     }
+    // An upgrade is kept aside, its client's headers with it, and marked.
+    let upgrade = is_websocket_upgrade(request.method(), request.headers()).then(|| {
+        let key = request.headers().get(http::header::SEC_WEBSOCKET_KEY).cloned();
+        (hyper::upgrade::on(&mut request), key)
+    });
+    if upgrade.is_some() {
+        request.headers_mut().insert(UPGRADE_MARK, HeaderValue::from_static(UPGRADE_WEBSOCKET));
+    }
     let served = node.serve_front(app, request).await;
-    node.metrics().front_requests.inc(outcome(&served));
-    let (mut parts, body) = served?.into_parts();
+    let (response, run) = match served {
+        Ok(answer) => answer,
+        Err(e) => {
+            node.metrics().front_requests.inc(outcome(&e));
+            return Err(e.into());
+        }
+    };
+    if let Some((on_upgrade, key)) = upgrade
+        && let Some(handoff) = handoff::read(response.headers())
+    {
+        // The answer's head is the decision: the instance stops here.
+        run.stop();
+        return match handoff {
+            Ok(handoff) => {
+                node.metrics().front_requests.inc("handoff");
+                socket_route::hand_off(node, app, handoff, on_upgrade, key).await
+            }
+            Err(broken) => {
+                tracing::info!(%app, "the front's hand-off is broken: {broken}");
+                node.metrics().front_requests.inc("guest_error");
+                Err(HttpError::Front(FrontError::Trapped))
+            }
+        };
+    }
+    node.metrics().front_requests.inc("ok");
+    let (mut parts, body) = response.into_parts();
     header_range::strip(&mut parts.headers);
     let body = body.map_err(boxed_error).map_frame(header_range::strip_trailers).boxed_unsync();
     Ok(http::Response::from_parts(parts, body))
 }
 
-/// How a front request is counted in `wasmkeep_front_requests_total`.
-fn outcome<T>(served: &Result<T, FrontError>) -> &'static str {
-    match served {
-        Ok(_) => "ok",
-        Err(FrontError::Trapped) => "guest_error",
-        Err(FrontError::Busy) => "busy",
-        Err(FrontError::Wall) => "timeout",
-        Err(FrontError::NoFront | FrontError::NoSuchApp) => "no_front",
+/// How a front request that got no answer is counted in
+/// `wasmkeep_front_requests_total`.
+fn outcome(e: &FrontError) -> &'static str {
+    match e {
+        FrontError::Trapped => "guest_error",
+        FrontError::Busy => "busy",
+        FrontError::Wall => "timeout",
+        FrontError::NoFront | FrontError::NoSuchApp => "no_front",
     }
 }

@@ -8,6 +8,7 @@ use hyper::body::Incoming;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use wasmkeep_actors::{Node, SocketOpenError};
 use wasmkeep_core::AppId;
+use wasmkeep_core::handoff::HandOff;
 use wasmkeep_core::path::ActorPath;
 
 use crate::error::HttpError;
@@ -35,6 +36,28 @@ pub(crate) async fn upgrade(
         Err(SocketOpenError::Event(e)) => return Err(e.into()),
     }
     Ok(switching_protocols(&accept))
+}
+
+/// A socket the front handed off (seed 0027): opened on the actor as the
+/// front, an inside caller; every failure is an HTTP answer, a refusal a
+/// `403` with the actor's reason, never a socket that opens and closes.
+pub(crate) async fn hand_off(
+    node: &Node,
+    app: AppId,
+    handoff: HandOff,
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    key: Option<HeaderValue>,
+) -> Result<HttpResponse, HttpError> {
+    let accept = key.map(|k| derive_accept_key(k.as_bytes())).ok_or(HttpError::BodyUnreadable)?;
+    match node.open_socket(app, handoff.actor, true, handoff.path).await {
+        Ok(queue) => {
+            tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
+            Ok(switching_protocols(&accept))
+        }
+        Err(SocketOpenError::Refused(reason)) => Err(HttpError::SocketRefused(reason)),
+        Err(SocketOpenError::Full(_)) => Err(HttpError::SocketsFull),
+        Err(SocketOpenError::Event(e)) => Err(e.into()),
+    }
 }
 
 /// The `101` that completes a WebSocket handshake.

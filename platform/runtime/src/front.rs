@@ -21,6 +21,17 @@ use crate::{DeployError, EventFailure};
 /// The body of a front's answer, streamed while the guest writes it.
 pub type FrontBody = HyperOutgoingBody;
 
+/// A front instance still running after its answer's head (writing its
+/// body). Dropping this lets it run to its end or its wall.
+pub struct FrontRun(tokio::task::AbortHandle);
+
+impl FrontRun {
+    /// Stops the instance now: its store, its host and its slot go.
+    pub fn stop(self) {
+        self.0.abort();
+    }
+}
+
 /// A front ready to instantiate: one per version of an app.
 pub struct FrontComponent<H: GuestHost> {
     pre: ProxyPre<GuestState<H>>,
@@ -53,7 +64,7 @@ impl<H: GuestHost> FrontComponent<H> {
         host: H,
         request: http::Request<B>,
         ends: Instant,
-    ) -> Result<http::Response<FrontBody>, EventFailure>
+    ) -> Result<(http::Response<FrontBody>, FrontRun), EventFailure>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
@@ -83,7 +94,7 @@ impl<H: GuestHost> FrontComponent<H> {
             }
         });
         match answered.await {
-            Ok(Ok(response)) => Ok(response),
+            Ok(Ok(response)) => Ok((response, FrontRun(run.abort_handle()))),
             Ok(Err(code)) => Err(EventFailure::Trap(format!("the front answered the error {code:?}"))),
             // The guest returned, trapped or ran out of wall without an answer.
             Err(_dropped) => match run.await {

@@ -19,7 +19,7 @@ use wasmtime::component::Linker;
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
 pub use engine::{EngineConfig, TICK};
-pub use front::{FrontBody, FrontComponent};
+pub use front::{FrontBody, FrontComponent, FrontRun};
 pub use host::{
     ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
 };

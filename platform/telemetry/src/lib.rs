@@ -52,7 +52,7 @@ impl CounterFamily {
 }
 
 /// The outcomes of a front request.
-pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "no_front"];
+pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "handoff", "no_front"];
 /// The outcomes of a front's call (each entry of a batch is one).
 pub const FRONT_CALL_OUTCOMES: &[&str] =
     &["ok", "invalid_address", "too_large", "timeout", "reentrant", "busy", "failed"];

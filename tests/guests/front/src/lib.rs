@@ -3,14 +3,48 @@
 use std::time::Duration;
 
 use serde_json::json;
-use wasmkeep_sdk::front::{Request, Response, values};
+use wasmkeep_sdk::front::{Request, Response, hand_off, is_websocket, values};
 
 fn param(req: &Request, name: &str) -> String {
     req.query_param(name).unwrap_or_default()
 }
 
 fn handle(req: Request) -> Response {
+    let segments = req.segments().unwrap_or_default();
+    if let [first, class, name] = segments.as_slice()
+        && first == "ws"
+    {
+        // Hands the socket to `class/name`, its open seeing `path`.
+        let path = req.query_param("path").unwrap_or_else(|| "/ws".into());
+        return hand_off(class, name, &path);
+    }
     match (req.method(), req.path()) {
+        ("GET", "/is-websocket") => Response::text(200, is_websocket(&req).to_string()),
+        ("GET", "/broken") => {
+            let ok = hand_off("internal", "room", "/ws");
+            let keep = |skip: &str| {
+                let mut r = Response::text(426, "broken");
+                for (n, v) in ok.headers.iter().filter(|(n, _)| n != skip) {
+                    r = r.header(n, v);
+                }
+                r
+            };
+            match param(&req, "which").as_str() {
+                "missing" => keep("x-wasmkeep-handoff-path"),
+                "repeated" => keep("").header("x-wasmkeep-handoff-class", "internal"),
+                "badname" => keep("x-wasmkeep-handoff-name").header("x-wasmkeep-handoff-name", "%FF"),
+                _ => keep("x-wasmkeep-handoff-path").header("x-wasmkeep-handoff-path", "no-slash"),
+            }
+        }
+        ("GET", "/relay") => {
+            // Copies an upstream's answer headers onto its own answer.
+            let fetched = fetch::get(&param(&req, "url"));
+            let mut r = Response::text(200, "relayed");
+            for h in fetched["headers"].as_array().into_iter().flatten() {
+                r = r.header(h[0].as_str().unwrap_or(""), h[1].as_str().unwrap_or(""));
+            }
+            r
+        }
         ("GET", "/") => Response::text(200, "front"),
         ("GET", "/hello") => Response::text(200, "hello"),
         ("GET" | "POST", "/echo") => Response::json(

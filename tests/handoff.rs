@@ -1,0 +1,134 @@
+//! The WebSocket hand-off through the front (seed 0027, one node): the
+//! mark, the three headers, the open as an inside caller, and every error
+//! as HTTP.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::Message;
+use wasmkeep_actors::VersionSpec;
+use wasmkeep_tests::{Answer, TestNode, enc, eventually, guests, probe_classes, test_limits};
+
+async fn node() -> TestNode {
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    TestNode::start(test_limits(), spec).await
+}
+
+/// An upgrade request as a browser sends it, answered as plain HTTP.
+async fn upgrade(n: &TestNode, path: &str, extra: &[(&str, &str)]) -> Answer {
+    let mut r = n
+        .client
+        .get(format!("{}{path}", n.url))
+        .header("upgrade", "websocket")
+        .header("connection", "upgrade")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==");
+    for (name, value) in extra {
+        r = r.header(*name, *value);
+    }
+    n.send(r).await
+}
+
+#[tokio::test]
+async fn the_front_hands_a_socket_to_an_internal_actor() {
+    let n = node().await;
+    let url = format!("{}/ws/internal/room%201?path={}", n.url.replace("http://", "ws://"), enc("/chat?user=ann"));
+    let (mut ws, response) = tokio_tungstenite::connect_async(url).await.expect("101");
+    assert!(response.headers().keys().all(|h| !h.as_str().starts_with("x-wasmkeep-")));
+    ws.send(Message::text("echo:through the front")).await.unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(echoed, Message::text("through the front"), "an internal actor's socket events admit as inside");
+    // The open created the actor and saw the front's path.
+    let call = n.get(&format!("/call?to={}&path=/opened", enc("internal/room 1"))).await.json();
+    let opened: Vec<String> = serde_json::from_str(call["body"].as_str().unwrap()).unwrap();
+    assert!(opened[0].ends_with(" /chat?user=ann"), "{opened:?}");
+    assert_eq!(n.node.metrics().front_requests.get("handoff"), 1);
+    assert!(eventually(Duration::from_secs(5), || n.node.front_slots_in_use() == 0).await, "the slot is free");
+}
+
+#[tokio::test]
+async fn only_an_upgrade_carries_the_mark() {
+    let n = node().await;
+    assert_eq!(n.get("/is-websocket").await.body, "false");
+    let forged =
+        n.send(n.client.get(format!("{}/is-websocket", n.url)).header("x-wasmkeep-upgrade", "websocket")).await;
+    assert_eq!(forged.body, "false", "a client cannot send the mark");
+    let a = upgrade(&n, "/is-websocket", &[]).await;
+    assert_eq!((a.status, a.body.as_str()), (200, "true"), "the front may answer an upgrade as it likes");
+}
+
+#[tokio::test]
+async fn a_hand_off_on_a_request_that_is_not_an_upgrade_is_the_fronts_426() {
+    let n = node().await;
+    let a = n.get("/ws/internal/room").await;
+    assert_eq!((a.status, a.body.as_str()), (426, "websocket upgrade required"));
+    assert!(a.headers.keys().all(|h| !h.as_str().starts_with("x-wasmkeep-")), "{:?}", a.headers);
+    assert_eq!(n.node.open_sockets(), 0);
+}
+
+#[tokio::test]
+async fn a_clients_forged_hand_off_headers_change_nothing() {
+    let n = node().await;
+    let forged = [
+        ("x-wasmkeep-handoff-class", "internal"),
+        ("x-wasmkeep-handoff-name", "room"),
+        ("x-wasmkeep-handoff-path", "/ws"),
+        ("x-wasmkeep-upgrade", "websocket"),
+    ];
+    let a = upgrade(&n, "/hello", &forged).await;
+    assert_eq!((a.status, a.body.as_str()), (200, "hello"));
+    assert_eq!(n.node.open_sockets(), 0);
+}
+
+#[tokio::test]
+async fn a_broken_hand_off_is_500_counted_guest_error() {
+    let n = node().await;
+    for which in ["missing", "repeated", "badname", "badpath"] {
+        let a = upgrade(&n, &format!("/broken?which={which}"), &[]).await;
+        assert_eq!(a.status, 500, "{which}: {}", a.body);
+        assert!(a.headers.keys().all(|h| !h.as_str().starts_with("x-wasmkeep-")));
+    }
+    assert_eq!(n.node.metrics().front_requests.get("guest_error"), 4);
+    assert_eq!(n.node.open_sockets(), 0);
+}
+
+#[tokio::test]
+async fn every_failed_open_is_an_http_answer() {
+    let n = node().await;
+    let a = upgrade(&n, &format!("/ws/internal/room?path={}", enc("/refuse")), &[]).await;
+    assert_eq!((a.status, a.body.as_str()), (403, "refused by the probe at /refuse"), "the actor's reason, not a 101");
+    let a = upgrade(&n, "/ws/nosuch/room", &[]).await;
+    assert_eq!(a.status, 404);
+    assert_eq!(a.body, "no such actor class\n");
+    let a = upgrade(&n, "/ws/internal/bad%07name", &[]).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(n.node.open_sockets(), 0);
+}
+
+/// An upstream answering with hand-off headers.
+async fn handing_upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf).await;
+            let answer = "HTTP/1.1 200 OK\r\nx-wasmkeep-handoff-class: internal\r\nx-wasmkeep-handoff-name: room\r\n\
+                x-wasmkeep-handoff-path: /ws\r\nx-upstream: yes\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+            let _ = conn.write_all(answer.as_bytes()).await;
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn an_upstreams_hand_off_headers_do_not_hand_off() {
+    let n = node().await;
+    let upstream = handing_upstream().await;
+    let a = upgrade(&n, &format!("/relay?url={}", enc(&upstream)), &[]).await;
+    assert_eq!((a.status, a.body.as_str()), (200, "relayed"));
+    assert_eq!(a.header("x-upstream"), Some("yes"), "the front did copy the upstream's headers");
+    assert_eq!(n.node.open_sockets(), 0);
+    assert_eq!(n.node.metrics().front_requests.get("handoff"), 0);
+}
