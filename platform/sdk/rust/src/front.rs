@@ -34,8 +34,8 @@ pub use crate::values;
 /// then opens the socket on the actor as the front, an inside caller (an
 /// `internal` class is reached, the actor is created if missing). To any
 /// other request it is an ordinary `426`: the host honours a hand-off only
-/// on an upgrade it marked. (The host's side of the hand-off is being
-/// built: until it lands, every hand-off reaches the client as this `426`.)
+/// on an upgrade it marked. A refused open reaches the client as `403`
+/// with the actor's reason.
 pub fn hand_off(class: &str, name: &str, path: &str) -> Response {
     Response::text(426, "websocket upgrade required")
         .header("x-wasmkeep-handoff-class", class)
