@@ -132,3 +132,48 @@ async fn an_upstreams_hand_off_headers_do_not_hand_off() {
     assert_eq!(n.node.open_sockets(), 0);
     assert_eq!(n.node.metrics().front_requests.get("handoff"), 0);
 }
+
+async fn hand_off_socket(n: &TestNode, room: &str) -> Ws {
+    let url = format!("{}/ws/internal/{room}", n.url.replace("http://", "ws://"));
+    tokio_tungstenite::connect_async(url).await.expect("101").0
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn next_text(ws: &mut Ws) -> String {
+    match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a message") {
+        Some(Ok(Message::Text(t))) => t.to_string(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_front_sockets_mark_survives_hibernation() {
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(wasmkeep_core::Limits { idle_secs: 0.2, ..test_limits() }, spec).await;
+    let mut ws = hand_off_socket(&n, "parked").await;
+    assert!(eventually(Duration::from_secs(5), || n.node.resident_actors() == 0).await, "the room hibernated");
+    ws.send(Message::text("echo:still inside")).await.unwrap();
+    assert_eq!(next_text(&mut ws).await, "still inside", "an outside event would be refused by an internal class");
+}
+
+#[tokio::test]
+async fn a_deleted_rooms_sockets_close_and_do_not_bring_it_back() {
+    let n = node().await;
+    let mut a = hand_off_socket(&n, "doomed").await;
+    let mut b = hand_off_socket(&n, "doomed").await;
+    a.send(Message::text("delete")).await.unwrap();
+    for ws in [&mut a, &mut b] {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap() {
+            Some(Ok(Message::Close(Some(f)))) => assert_eq!(u16::from(f.code), 1000),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No close event ran: a new room (the call creates it) has no record.
+    let closes = n.get("/call?to=internal/doomed&path=/closes").await.json();
+    assert_eq!(closes["body"], "[]", "{closes}");
+    let opened = n.get("/call?to=internal/doomed&path=/opened").await.json();
+    assert_eq!(opened["body"], "[]", "its storage went with it");
+}

@@ -158,6 +158,13 @@ impl<K: Hash + Eq + Clone> Registry<K> {
         self.remove(conn);
     }
 
+    /// Closes every socket of `actor` as [`Self::force_close`] does.
+    pub fn close_all(&self, actor: &K, code: u16, reason: &str) {
+        for conn in self.list(actor) {
+            self.force_close(conn, code, reason);
+        }
+    }
+
     /// `actor`'s open sockets, oldest first.
     pub fn list(&self, actor: &K) -> Vec<ConnId> {
         self.lock().by_actor.get(actor).map(|s| s.iter().copied().collect()).unwrap_or_default()
@@ -220,6 +227,18 @@ mod tests {
         r.remove(b.conn);
         assert_eq!(r.get(a.conn), None);
         assert!(r.list(&"a").is_empty() && r.is_empty());
+    }
+
+    #[test]
+    fn closing_all_of_an_actors_sockets_leaves_the_others() {
+        let r = registry(10, 10);
+        let mut a1 = r.open("a", false).unwrap();
+        let _a2 = r.open("a", true).unwrap();
+        let b = r.open("b", false).unwrap();
+        r.close_all(&"a", 1000, "gone");
+        assert!(r.list(&"a").is_empty());
+        assert_eq!(r.list(&"b"), vec![b.conn]);
+        assert_eq!(a1.rx.try_recv().unwrap(), Outgoing::Close { code: 1000, reason: "gone".into() });
     }
 
     #[test]

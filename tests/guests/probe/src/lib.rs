@@ -246,6 +246,7 @@ impl Actor for Probe {
                 sockets::send_text(conn, &format!("{r:?}")).unwrap();
             }
             "trap" => panic!("the probe traps on a message"),
+            "delete" => wasmkeep_sdk::delete_self(),
             _ => sockets::send_text(conn, &format!("unknown: {text}")).unwrap(),
         }
         self.events += 1;
