@@ -78,6 +78,15 @@ async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residen
         EventKind::SocketMessage { conn, message } => {
             if let Err(e) = run(GuestEvent::SocketMessage { conn, message }).await {
                 tracing::debug!(%conn, "a socket message was not handled: {e}");
+                // A socket its actor can no longer take (a deploy made the
+                // class internal or removed it; the actor is gone) closes.
+                let (code, reason) = match e {
+                    EventError::Refused(Refusal::Internal) => (1008, "the class is internal"),
+                    EventError::Refused(Refusal::NoSuchClass) => (1001, "the class was removed"),
+                    EventError::Refused(Refusal::NoSuchActor) => (1000, "the actor no longer exists"),
+                    _ => return,
+                };
+                node.sockets.force_close(conn, code, reason);
             }
         }
         EventKind::SocketClose { conn, code, reason } => {

@@ -219,6 +219,9 @@ impl Node {
             }
         };
         let app = self.app_entry(app_id, tenant, app_name).await?;
+        // A class the version removes closes its sockets (DESIGN §3.4).
+        let removed = |k: &MailboxKey| k.app == app_id && !classes.contains_key(&k.address.class);
+        inner.sockets.close_where(removed, 1001, "the class was removed");
         app.activate(Arc::new(Version { number, front, classes, required_values: spec.required_values }));
         Ok(Deployed { app: app_id, version: number, new })
     }

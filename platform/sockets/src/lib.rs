@@ -165,6 +165,14 @@ impl<K: Hash + Eq + Clone> Registry<K> {
         }
     }
 
+    /// Closes every socket whose actor matches `which`.
+    pub fn close_where(&self, which: impl Fn(&K) -> bool, code: u16, reason: &str) {
+        let actors: Vec<K> = self.lock().by_actor.keys().filter(|k| which(k)).cloned().collect();
+        for actor in actors {
+            self.close_all(&actor, code, reason);
+        }
+    }
+
     /// `actor`'s open sockets, oldest first.
     pub fn list(&self, actor: &K) -> Vec<ConnId> {
         self.lock().by_actor.get(actor).map(|s| s.iter().copied().collect()).unwrap_or_default()
@@ -239,6 +247,8 @@ mod tests {
         assert!(r.list(&"a").is_empty());
         assert_eq!(r.list(&"b"), vec![b.conn]);
         assert_eq!(a1.rx.try_recv().unwrap(), Outgoing::Close { code: 1000, reason: "gone".into() });
+        r.close_where(|k| k.starts_with('b'), 1001, "removed");
+        assert!(r.is_empty());
     }
 
     #[test]
