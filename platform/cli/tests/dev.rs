@@ -147,6 +147,69 @@ async fn the_shop_gathers_a_page_with_one_call_many_and_keeps_carts_internal() {
     node.wait().unwrap();
 }
 
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next message on `ws`, as JSON.
+async fn next(ws: &mut Ws) -> serde_json::Value {
+    use futures_util::StreamExt;
+    match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
+        Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) => serde_json::from_str(&t).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn two_users_chat_through_the_front_and_an_internal_room() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let data = tempfile::tempdir().unwrap();
+    let app = repo().join("docs/examples/chat");
+    let client = reqwest::Client::new();
+    let (_node, url) = start(&app, data.path(), &["--value", "TOKEN_SECRET=a test secret"]);
+
+    let (status, page) = text(&client, client.get(format!("{url}/"))).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>wasmkeep chat</title>"), "{page}");
+    let login = |user: &'static str| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let (status, body) = text(&client, client.post(format!("{url}/login")).form(&[("user", user)])).await;
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let (ann, bob) = (login("ann").await, login("bob").await);
+    let (status, _) = text(&client, client.post(format!("{url}/login")).form(&[("user", "no spaces")])).await;
+    assert_eq!(status, 400);
+
+    let ws_url = url.replace("http://", "ws://");
+    let join = |token: String| {
+        let ws_url = ws_url.clone();
+        async move { tokio_tungstenite::connect_async(format!("{ws_url}/rooms/lobby/ws?token={token}")).await }
+    };
+    let mut a = join(ann.clone()).await.expect("ann joins").0;
+    let mut b = join(bob).await.expect("bob joins").0;
+    a.send(Message::text(r#"{"text":"hi bob"}"#)).await.unwrap();
+    let said = serde_json::json!({ "user": "ann", "text": "hi bob" });
+    assert_eq!(next(&mut a).await, said);
+    assert_eq!(next(&mut b).await, said);
+    // One who joins later gets the history.
+    let mut c = join(login("carl").await).await.expect("carl joins").0;
+    assert_eq!(next(&mut c).await, said);
+
+    // A forged or missing token never opens a socket.
+    let last = if ann.ends_with('0') { '1' } else { '0' };
+    let forged = format!("{}{last}", &ann[..ann.len() - 1]);
+    for token in [forged.as_str(), "", "ann.00"] {
+        let err = join(token.to_owned()).await.unwrap_err().to_string();
+        assert!(err.contains("403"), "{token:?}: {err}");
+    }
+    // The room is internal: no client reaches it directly.
+    let (status, _) = text(&client, client.get(format!("{url}/actor/room/lobby/"))).await;
+    assert_eq!(status, 403);
+}
+
 fn run_failing(app: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmkeep")).arg("dev").arg(app).args(extra).output().unwrap();
     assert!(!out.status.success());

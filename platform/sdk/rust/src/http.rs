@@ -47,6 +47,17 @@ impl Request {
         })
     }
 
+    /// A field of an `application/x-www-form-urlencoded` body (an HTML
+    /// form's POST), decoded (`+` is a space).
+    pub fn form_param(&self, name: &str) -> Option<String> {
+        let body = std::str::from_utf8(&self.body).ok()?;
+        body.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |s: &str| percent_decode(&s.replace('+', " "));
+            (decode(k).as_deref() == Some(name)).then(|| decode(v)).flatten()
+        })
+    }
+
     /// The first value of a header, if it is UTF-8.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).and_then(|(_, v)| std::str::from_utf8(v).ok())
@@ -212,6 +223,16 @@ mod tests {
         assert!(!is_websocket(&r));
         r.headers.push(("x-wasmkeep-upgrade".into(), b"websocket".to_vec()));
         assert!(is_websocket(&r));
+    }
+
+    #[test]
+    fn form_fields_are_decoded() {
+        let mut r = req("/login");
+        r.body = b"user=ann+b%C3%A9&room=lobby&empty=".to_vec();
+        assert_eq!(r.form_param("user").as_deref(), Some("ann b\u{e9}"));
+        assert_eq!(r.form_param("room").as_deref(), Some("lobby"));
+        assert_eq!(r.form_param("empty").as_deref(), Some(""));
+        assert_eq!(r.form_param("missing"), None);
     }
 
     #[test]

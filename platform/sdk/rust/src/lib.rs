@@ -38,6 +38,7 @@ pub mod actors;
 pub mod calls;
 pub mod front;
 mod http;
+pub mod sockets;
 pub mod storage;
 
 pub use http::{Request, Response, is_websocket};
