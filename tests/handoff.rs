@@ -177,3 +177,19 @@ async fn a_deleted_rooms_sockets_close_and_do_not_bring_it_back() {
     let opened = n.get("/call?to=internal/doomed&path=/opened").await.json();
     assert_eq!(opened["body"], "[]", "its storage went with it");
 }
+
+#[tokio::test]
+async fn a_hand_off_to_an_app_missing_a_required_value_is_503() {
+    let spec = VersionSpec {
+        front: Some(guests().front.clone()),
+        classes: probe_classes(),
+        required_values: vec!["K".into()],
+    };
+    let n = TestNode::start(test_limits(), spec).await;
+    let a = upgrade(&n, "/ws/internal/room", &[]).await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.header("retry-after").is_some());
+    n.node.set_value(n.app, "K", "set").await.unwrap();
+    let url = format!("{}/ws/internal/room", n.url.replace("http://", "ws://"));
+    assert!(tokio_tungstenite::connect_async(url).await.is_ok(), "with the value set, it opens");
+}

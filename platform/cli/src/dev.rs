@@ -1,16 +1,16 @@
 //! `wasmkeep dev`: build an app and serve it on one node with the
-//! embedded store.
+//! embedded store, redeploying it when it changes.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
 use wasmkeep_front::{AppRouting, PublicPort};
 use wasmkeep_storage::SqliteStore;
 
-use crate::manifest::{self, Component};
-use crate::{build, config};
+use crate::manifest::{self, Component, Manifest};
+use crate::{build, config, reload};
 
 /// The tenant `wasmkeep dev` runs apps as.
 pub const DEV_TENANT: &str = "dev";
@@ -37,6 +37,9 @@ pub struct DevArgs {
     /// `/healthz`. None unless given.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Redeploy only on SIGHUP, not when the app's sources change.
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 /// The components of an app, each cargo project built once.
@@ -69,14 +72,12 @@ fn parse_value(s: &str) -> Result<(String, String), String> {
     }
 }
 
-pub async fn run(args: DevArgs) -> Result<(), String> {
-    let manifest = manifest::load(&args.app_dir)?;
-    let limits = config::limits(args.limits.as_deref())?;
-
+/// Builds every component the manifest names into a version.
+pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, String> {
     let mut components = Components::default();
     let all = manifest.front.iter().chain(manifest.classes.iter().map(|c| &c.component));
     if all.into_iter().any(|c| matches!(c, Component::Cargo(_))) {
-        build::ensure_target(&args.app_dir)?;
+        build::ensure_target(app_dir)?;
     }
     let front = manifest.front.as_ref().map(|c| components.wasm(c)).transpose()?;
     let mut classes = Vec::new();
@@ -84,6 +85,13 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
         let wasm = components.wasm(&class.component)?;
         classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
     }
+    Ok(VersionSpec { front, classes, required_values: manifest.required_values.clone() })
+}
+
+pub async fn run(args: DevArgs) -> Result<(), String> {
+    let manifest = manifest::load(&args.app_dir)?;
+    let limits = config::limits(args.limits.as_deref())?;
+    let spec = version_spec(&manifest, &args.app_dir)?;
 
     let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
@@ -93,14 +101,8 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
         .map_err(|e| format!("starting the node: {e}"))?;
 
     eprintln!("wasmkeep: deploying {}", manifest.name);
-    let deployed = node
-        .deploy(
-            DEV_TENANT,
-            &manifest.name,
-            VersionSpec { front, classes, required_values: manifest.required_values.clone() },
-        )
-        .await
-        .map_err(|e| format!("deploying {}: {e}", manifest.name))?;
+    let deployed =
+        node.deploy(DEV_TENANT, &manifest.name, spec).await.map_err(|e| format!("deploying {}: {e}", manifest.name))?;
     for (name, value) in &args.values {
         node.set_value(deployed.app, name, value).await.map_err(|e| format!("setting value {name}: {e}"))?;
     }
@@ -124,6 +126,8 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     for class in &manifest.classes {
         eprintln!("  /actor/{}/<name>/  ({})", class.name, class.access.as_str());
     }
+    let watch = !args.no_watch;
+    tokio::spawn(reload::run(node.clone(), args.app_dir.clone(), manifest.name.clone(), watch));
     let port = PublicPort { node, routing: AppRouting::Single(deployed.app) };
     wasmkeep_front::serve(listener, port, async {
         let _ = tokio::signal::ctrl_c().await;

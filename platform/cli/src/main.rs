@@ -4,6 +4,7 @@ mod build;
 mod config;
 mod dev;
 mod manifest;
+mod reload;
 
 use std::process::ExitCode;
 

@@ -210,6 +210,78 @@ async fn two_users_chat_through_the_front_and_an_internal_room() {
     assert_eq!(status, 403);
 }
 
+/// An app serving the counter's component as a built `.wasm`, with
+/// `access`, in a directory of its own.
+fn counter_app(access: &str) -> tempfile::TempDir {
+    let counter = repo().join("docs/examples/counter");
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .current_dir(&counter)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let app = tempfile::tempdir().unwrap();
+    std::fs::copy(counter.join("target/wasm32-wasip2/release/counter.wasm"), app.path().join("counter.wasm")).unwrap();
+    set_access(app.path(), access);
+    app
+}
+
+fn set_access(app: &Path, access: &str) {
+    let manifest =
+        format!("name = \"reload\"\n[classes.counter]\naccess = \"{access}\"\ncomponent = \"counter.wasm\"\n");
+    std::fs::write(app.join("wasmkeep.toml"), manifest).unwrap();
+}
+
+/// Waits up to 15 s for `GET url` to answer `status`.
+async fn until_status(client: &reqwest::Client, url: &str, status: u16) -> bool {
+    for _ in 0..150 {
+        if client.get(url).send().await.is_ok_and(|r| r.status().as_u16() == status) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn the_app_redeploys_when_its_sources_change() {
+    let app = counter_app("open");
+    let data = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (_node, url) = start(app.path(), data.path(), &[]);
+    let counter = format!("{url}/actor/counter/a/");
+    assert_eq!(text(&client, client.get(&counter)).await, (200, "1".into()));
+    set_access(app.path(), "internal");
+    assert!(until_status(&client, &counter, 403).await, "the new version made the class internal");
+    set_access(app.path(), "open");
+    assert!(until_status(&client, &counter, 200).await);
+    assert_eq!(text(&client, client.get(&counter)).await.1, "3", "storage survives deploys");
+}
+
+#[tokio::test]
+async fn sighup_redeploys_and_a_broken_version_keeps_the_old_one() {
+    let app = counter_app("open");
+    let data = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (node, url) = start(app.path(), data.path(), &["--no-watch"]);
+    let counter = format!("{url}/actor/counter/a/");
+    assert_eq!(text(&client, client.get(&counter)).await.0, 200);
+    let hangup = || {
+        let status = Command::new("kill").args(["-HUP", &node.0.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    };
+    set_access(app.path(), "internal");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(text(&client, client.get(&counter)).await.0, 200, "--no-watch: no redeploy without SIGHUP");
+    hangup();
+    assert!(until_status(&client, &counter, 403).await);
+    std::fs::write(app.path().join("wasmkeep.toml"), "name = \"reload\"\n[classes.counter]\naccess = \"nope\"\n")
+        .unwrap();
+    hangup();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(text(&client, client.get(&counter)).await.0, 403, "the running version keeps serving");
+}
+
 fn run_failing(app: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmkeep")).arg("dev").arg(app).args(extra).output().unwrap();
     assert!(!out.status.success());
