@@ -17,6 +17,12 @@ pub struct Server {
     pub addr: String,
 }
 
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -43,7 +49,8 @@ pub fn spawn(mut command: Command, addr: impl Fn(&str) -> Option<String>) -> Res
             }
         }
     };
-    std::thread::spawn(move || lines.for_each(drop));
+    // What the server says after it listens goes to this stderr.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("  | {l}")));
     Ok(Server { child, addr: found })
 }
 

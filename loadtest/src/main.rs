@@ -10,6 +10,8 @@
 //! target/release/wasmkeep-loadtest call          # actors.call round trip, guest to guest
 //! target/release/wasmkeep-loadtest call-many     # 16 callees at once vs one, vs 16 in a row
 //! target/release/wasmkeep-loadtest front         # a trivial front vs wasmtime serve vs hyper
+//! target/release/wasmkeep-loadtest sockets-broadcast  # 64 bytes to a room's 1,000 sockets vs the raw floor
+//! target/release/wasmkeep-loadtest sockets-memory     # node RSS per parked socket over 10,000
 //! ```
 
 mod call;
@@ -19,6 +21,7 @@ mod http_events;
 mod instantiate;
 mod load;
 mod probe_node;
+mod sockets;
 mod stats;
 mod wake;
 
@@ -39,7 +42,9 @@ fn main() -> ExitCode {
             "call-many" => call_many::run(rest),
             "front" => front::run(rest),
             "hello-server" => front::hello_server(),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front [--flag value]..."
+        "sockets-broadcast" => sockets::broadcast(rest),
+        "sockets-memory" => sockets::memory(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory [--flag value]..."
                 .to_string()),
         };
     match result {

@@ -250,12 +250,13 @@ async fn the_app_redeploys_when_its_sources_change() {
     let client = reqwest::Client::new();
     let (_node, url) = start(app.path(), data.path(), &[]);
     let counter = format!("{url}/actor/counter/a/");
+    let peek = format!("{counter}peek");
     assert_eq!(text(&client, client.get(&counter)).await, (200, "1".into()));
     set_access(app.path(), "internal");
-    assert!(until_status(&client, &counter, 403).await, "the new version made the class internal");
+    assert!(until_status(&client, &peek, 403).await, "the new version made the class internal");
     set_access(app.path(), "open");
-    assert!(until_status(&client, &counter, 200).await);
-    assert_eq!(text(&client, client.get(&counter)).await.1, "3", "storage survives deploys");
+    assert!(until_status(&client, &peek, 200).await);
+    assert_eq!(text(&client, client.get(&counter)).await.1, "2", "storage survives deploys");
 }
 
 #[tokio::test]
@@ -264,7 +265,7 @@ async fn sighup_redeploys_and_a_broken_version_keeps_the_old_one() {
     let data = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let (node, url) = start(app.path(), data.path(), &["--no-watch"]);
-    let counter = format!("{url}/actor/counter/a/");
+    let counter = format!("{url}/actor/counter/a/peek");
     assert_eq!(text(&client, client.get(&counter)).await.0, 200);
     let hangup = || {
         let status = Command::new("kill").args(["-HUP", &node.0.id().to_string()]).status().unwrap();
