@@ -193,3 +193,17 @@ async fn a_hand_off_to_an_app_missing_a_required_value_is_503() {
     let url = format!("{}/ws/internal/room", n.url.replace("http://", "ws://"));
     assert!(tokio_tungstenite::connect_async(url).await.is_ok(), "with the value set, it opens");
 }
+
+#[tokio::test]
+async fn a_message_queued_behind_the_delete_does_not_create_the_actor_again() {
+    let n = node().await;
+    // The front opens it, so its events admit as inside (which may create).
+    let url = format!("{}/ws/existing/doomed", n.url.replace("http://", "ws://"));
+    let mut ws = tokio_tungstenite::connect_async(url).await.expect("101").0;
+    assert_eq!(n.get("/actor/existing/doomed/peek").await.status, 200, "the open created it");
+    ws.send(Message::text("slowdelete")).await.unwrap();
+    ws.send(Message::text("whoami")).await.unwrap();
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(n.get("/actor/existing/doomed/peek").await.status, 404, "the queued message did not bring it back");
+}

@@ -186,3 +186,25 @@ async fn a_message_over_the_limit_closes_with_1009_and_sends_over_it_fail() {
     assert_eq!(closed(&mut ws).await.0, 1009);
     assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
 }
+
+#[tokio::test]
+async fn a_full_send_queue_fails_the_send_and_closes_the_socket() {
+    let n = node(Limits { socket_queue_bytes: 10_000, ..test_limits() }).await;
+    let mut ws = connect(&n, "/actor/open/a/ws?flood").await;
+    // What fitted arrives, then the host's close.
+    let mut received = 0;
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("the socket closes") {
+            Some(Ok(Message::Text(t))) => {
+                assert_eq!(t.len(), 1000);
+                received += 1;
+            }
+            Some(Ok(Message::Close(Some(f)))) => break (u16::from(f.code), f.reason.to_string()),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(received, 10, "10,000 bytes fitted");
+    assert_eq!(close, (1008, "the send queue is full".into()));
+    assert_eq!(n.get("/actor/open/a/flood-error").await.body, "\"SocketError::QueueFull\"");
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+}

@@ -199,6 +199,7 @@ impl Actor for Probe {
             ("GET", "/opened") => {
                 Response::json(200, &storage::get_json::<Vec<String>>("opened").unwrap().unwrap_or_default())
             }
+            ("GET", "/flood-error") => Response::json(200, &storage::get_json::<String>("flood-error").unwrap()),
             ("GET", "/closes") => {
                 Response::json(200, &storage::get_json::<Vec<String>>("closes").unwrap().unwrap_or_default())
             }
@@ -223,6 +224,16 @@ impl Actor for Probe {
         storage::set_json("opened", &opened).unwrap();
         if path.contains("greet") {
             sockets::send_text(conn, "welcome").unwrap();
+        }
+        if path.contains("flood") {
+            // Before the 101 nothing drains the queue: it fills.
+            let block = "f".repeat(1000);
+            let error = loop {
+                if let Err(e) = sockets::send_text(conn, &block) {
+                    break format!("{e:?}");
+                }
+            };
+            storage::set_json("flood-error", &error).unwrap();
         }
         Ok(())
     }
@@ -251,6 +262,11 @@ impl Actor for Probe {
             }
             "trap" => panic!("the probe traps on a message"),
             "delete" => wasmkeep_sdk::delete_self(),
+            "slowdelete" => {
+                // Messages sent meanwhile wait in the mailbox, behind it.
+                std::thread::sleep(Duration::from_millis(300));
+                wasmkeep_sdk::delete_self();
+            }
             _ => sockets::send_text(conn, &format!("unknown: {text}")).unwrap(),
         }
         self.events += 1;
