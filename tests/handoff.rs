@@ -207,3 +207,13 @@ async fn a_message_queued_behind_the_delete_does_not_create_the_actor_again() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(n.get("/actor/existing/doomed/peek").await.status, 404, "the queued message did not bring it back");
 }
+
+#[tokio::test]
+async fn a_hand_off_past_the_socket_bounds_is_503_retry_after_5() {
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(wasmkeep_core::Limits { sockets_per_actor: 1, ..test_limits() }, spec).await;
+    let _first = hand_off_socket(&n, "small").await;
+    let a = upgrade(&n, "/ws/internal/small", &[]).await;
+    assert_eq!((a.status, a.header("retry-after")), (503, Some("5")), "{}", a.body);
+    assert_eq!(n.node.metrics().front_requests.get("handoff"), 2, "the front handed off; the open was refused");
+}
