@@ -14,7 +14,7 @@ use crate::event::{Event, EventError, EventKind};
 use crate::mailbox::MailboxKey;
 use crate::storage_gate::{EventHost, Outcome};
 use wasmkeep_core::response::check as check_response;
-use wasmkeep_core::{Chain, Origin, RawAddress, Refusal};
+use wasmkeep_core::{Chain, Origin, Refusal};
 
 /// What an awake actor holds between events. Dropping it hibernates the
 /// actor: the instance goes back to the pool, storage stays.
@@ -158,8 +158,7 @@ async fn execute(
                     // and its sockets close without close events (DESIGN §3.4).
                     residence.epoch = None;
                     residence.instance = None;
-                    let key = MailboxKey { app: actor.app, address: RawAddress::from(&actor.address) };
-                    node.sockets.close_all(&key, 1000, "the actor was deleted");
+                    node.sockets.close_all(&MailboxKey::of(&actor), 1000, "the actor was deleted");
                     Ok(answer)
                 }
                 Err(e) => {

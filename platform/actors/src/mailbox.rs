@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
-use wasmkeep_core::{AppId, RawAddress, Refusal};
+use wasmkeep_core::{ActorKey, AppId, RawAddress, Refusal};
 
 use crate::NodeInner;
 use crate::event::Event;
@@ -19,6 +19,13 @@ use crate::event::Event;
 pub(crate) struct MailboxKey {
     pub app: AppId,
     pub address: RawAddress,
+}
+
+impl MailboxKey {
+    /// The mailbox of an actor whose address is validated.
+    pub(crate) fn of(actor: &ActorKey) -> Self {
+        Self { app: actor.app, address: RawAddress::from(&actor.address) }
+    }
 }
 
 pub(crate) struct Mailboxes {

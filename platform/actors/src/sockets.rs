@@ -121,7 +121,7 @@ impl EventHost {
         };
         // The output gate: nothing leaves before the writes made before it.
         self.flush().await.map_err(|e| format!("commit before a socket send failed: {e}"))?;
-        let key = MailboxKey { app: self.key.app, address: RawAddress::from(&self.key.address) };
+        let key = MailboxKey::of(&self.key);
         let closing = matches!(outgoing, Outgoing::Close { .. });
         let sent = self.node.sockets.send(&key, conn, outgoing);
         if closing && sent.is_ok() {
@@ -139,8 +139,7 @@ impl EventHost {
     }
 
     pub(crate) fn sockets_of_actor(&self) -> Vec<u64> {
-        let key = MailboxKey { app: self.key.app, address: RawAddress::from(&self.key.address) };
-        self.node.sockets.list(&key)
+        self.node.sockets.list(&MailboxKey::of(&self.key))
     }
 }
 

@@ -7,7 +7,6 @@ use std::time::Instant;
 use bytes::Bytes;
 use hyper::body::Body;
 use tokio::sync::oneshot;
-use wasmtime::Store;
 use wasmtime::component::InstancePre;
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
@@ -69,10 +68,7 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let mut store = Store::new(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress));
-        store.limiter(|s| &mut s.limits);
-        wall::arm(&mut store);
-        wall::start(&mut store, ends);
+        let mut store = wall::guest_store(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress), ends);
         let proxy = match tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await {
             Err(_elapsed) => return Err(EventFailure::Wall),
             Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e)),

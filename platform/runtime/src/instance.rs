@@ -38,10 +38,7 @@ impl<H: ActorHost> ActorComponent<H> {
     /// A new instance from the pool, holding `host`. Instantiation runs
     /// the component's start code, within the wall that `ends` then.
     pub async fn instantiate(self: &Arc<Self>, host: H, ends: Instant) -> Result<ActorInstance<H>, EventFailure> {
-        let mut store = Store::new(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress));
-        store.limiter(|s| &mut s.limits);
-        wall::arm(&mut store);
-        wall::start(&mut store, ends);
+        let mut store = wall::guest_store(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress), ends);
         let bindings = match tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await {
             Err(_elapsed) => return Err(EventFailure::Wall),
             Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e)),

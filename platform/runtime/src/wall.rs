@@ -8,9 +8,23 @@ use wasmtime::{Store, UpdateDeadline};
 
 use crate::host::GuestState;
 
+/// A new store for one guest instance: its limits, its epoch callback, and
+/// a wall that ends at `ends`, running from instantiation on.
+pub(crate) fn guest_store<H: Send>(
+    engine: &wasmtime::Engine,
+    state: GuestState<H>,
+    ends: Instant,
+) -> Store<GuestState<H>> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limits);
+    arm(&mut store);
+    start(&mut store, ends);
+    store
+}
+
 /// Sets the store's epoch callback: past the wall, trap; before it, yield
 /// at each tick so a long computation shares its thread.
-pub(crate) fn arm<H: Send>(store: &mut Store<GuestState<H>>) {
+fn arm<H: Send>(store: &mut Store<GuestState<H>>) {
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut ctx| {
         let state = ctx.data_mut();
