@@ -89,6 +89,7 @@ pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, 
 }
 
 pub async fn run(args: DevArgs) -> Result<(), String> {
+    let sources = reload::fingerprint(&args.app_dir);
     let manifest = manifest::load(&args.app_dir)?;
     let limits = config::limits(args.limits.as_deref())?;
     let spec = version_spec(&manifest, &args.app_dir)?;
@@ -127,7 +128,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
         eprintln!("  /actor/{}/<name>/  ({})", class.name, class.access.as_str());
     }
     let watch = !args.no_watch;
-    tokio::spawn(reload::run(node.clone(), args.app_dir.clone(), manifest.name.clone(), watch));
+    tokio::spawn(reload::run(node.clone(), args.app_dir.clone(), manifest.name.clone(), watch, sources));
     let port = PublicPort { node, routing: AppRouting::Single(deployed.app) };
     wasmkeep_front::serve(listener, port, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -15,8 +15,9 @@ use crate::manifest;
 /// How often the sources are checked.
 const POLL: Duration = Duration::from_secs(1);
 
-/// Runs until the process ends.
-pub async fn run(node: Node, app_dir: PathBuf, app_name: String, watch: bool) {
+/// Runs until the process ends. `seen` is the sources as they were
+/// deployed: taken before serving, so no change made after is missed.
+pub async fn run(node: Node, app_dir: PathBuf, app_name: String, watch: bool, mut seen: Sources) {
     let mut hangup = match signal(SignalKind::hangup()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -24,7 +25,6 @@ pub async fn run(node: Node, app_dir: PathBuf, app_name: String, watch: bool) {
             None
         }
     };
-    let mut seen = fingerprint(&app_dir);
     let mut tick = tokio::time::interval(POLL);
     loop {
         tokio::select! {
@@ -64,10 +64,13 @@ async fn redeploy(node: &Node, app_dir: &Path, app_name: &str) -> Result<i64, St
     Ok(deployed.version)
 }
 
+/// The app's source files, each with its size and modification time.
+pub type Sources = Vec<(PathBuf, u64, Option<SystemTime>)>;
+
 /// Every source file under `dir` with its size and modification time;
 /// build output (`target`) and hidden directories (the node's data) are
 /// not sources.
-fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
+pub fn fingerprint(dir: &Path) -> Sources {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
