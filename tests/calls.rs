@@ -176,3 +176,17 @@ async fn the_callees_answer_loses_the_hosts_range() {
     assert!(headers.contains(&"content-type"), "{headers:?}");
     assert!(!headers.iter().any(|h| h.starts_with("x-wasmkeep-")), "{headers:?}");
 }
+
+#[tokio::test]
+async fn an_answer_over_the_body_limit_is_too_large() {
+    let n = node(Limits { body_bytes: 1 << 20, ..test_limits() }).await;
+    // Through a call: `too-large`, as in a batch.
+    let r = call(&n, "open/a", "open/b", "/blob?mb=2").await;
+    assert_eq!(r["error"], "TooLarge", "{r}");
+    // At `/actor/`: a failure the client sees, never 2 MiB.
+    let a = n.get("/actor/open/b/blob?mb=2").await;
+    assert_eq!((a.status, a.body.as_str()), (500, "the actor's answer is over 1048576 bytes\n"));
+    // One byte under is whole.
+    let a = n.get("/actor/open/b/answer?kb=1023").await;
+    assert_eq!((a.status, a.body.len()), (200, 1023 * 1024));
+}

@@ -332,3 +332,43 @@ async fn the_front_reads_the_apps_values() {
     n.node.set_value(n.app, "K", "v1").await.unwrap();
     assert_eq!(n.get("/value?name=K").await.body, "v1");
 }
+
+/// A node whose front streams its answers slowly, cut at a 1 s wall.
+async fn dripping_node() -> TestNode {
+    let spec = VersionSpec { front: Some(guests().raw_front.clone()), classes: vec![], required_values: vec![] };
+    TestNode::start(Limits { front_wall_secs: 1.0, ..test_limits() }, spec).await
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_wall_is_a_failure_the_client_sees_on_http1() {
+    let n = dripping_node().await;
+    for path in ["/drip?ms=50", "/drip?ms=50&len=1"] {
+        let r = n.client.get(format!("{}{path}", n.url)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "the head went out before the wall");
+        let read = r.bytes().await;
+        assert!(read.is_err(), "{path}: a truncated answer must not end cleanly: {} bytes", read.unwrap().len());
+    }
+    // Chunked, by hand: no last chunk, and the connection closed.
+    let addr = n.url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    tcp.write_all(format!("GET /drip?ms=50 HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut got)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains("transfer-encoding: chunked"), "{}", &text[..200]);
+    assert!(!text.ends_with("0\r\n\r\n"), "no last chunk after a cut");
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_wall_is_a_reset_stream_on_http2() {
+    let n = dripping_node().await;
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let r = h2.get(format!("{}/drip?ms=50", n.url)).send().await.unwrap();
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    assert_eq!(r.status(), 200);
+    assert!(r.bytes().await.is_err(), "a truncated answer must not end cleanly");
+    // The connection serves on.
+    let r = h2.get(format!("{}/upload", n.url)).send().await.unwrap();
+    assert_eq!((r.status(), r.text().await.unwrap()), (reqwest::StatusCode::OK, "0".to_owned()));
+}

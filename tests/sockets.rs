@@ -208,3 +208,109 @@ async fn a_full_send_queue_fails_the_send_and_closes_the_socket() {
     assert_eq!(n.get("/actor/open/a/flood-error").await.body, "\"SocketError::QueueFull\"");
     assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
 }
+
+/// A raw frame, as a client that breaks the protocol sends it.
+fn raw_frame(opcode: tokio_tungstenite::tungstenite::protocol::frame::coding::OpCode, payload: &[u8]) -> Message {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    Message::Frame(Frame::message(payload.to_vec(), opcode, true))
+}
+
+#[tokio::test]
+async fn a_text_message_that_is_not_utf8_closes_with_1007() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    ws.send(raw_frame(OpCode::Data(Data::Text), b"caf\xc3")).await.unwrap();
+    assert_eq!(closed(&mut ws).await, (1007, "a text message is not valid UTF-8".into()));
+    assert_eq!(closes(&n, "open/a").await.last().unwrap(), "1 1007 a text message is not valid UTF-8");
+}
+
+#[tokio::test]
+async fn a_protocol_error_closes_with_1002() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let n = node(test_limits()).await;
+    let mut ws = connect(&n, "/actor/open/a/ws").await;
+    // A reserved opcode: no extension was agreed, so no frame may use it.
+    ws.send(raw_frame(OpCode::Data(Data::Reserved(3)), b"?")).await.unwrap();
+    assert_eq!(closed(&mut ws).await.0, 1002);
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+}
+
+#[tokio::test]
+async fn a_message_over_the_limit_always_reaches_the_client_as_1009_not_a_reset() {
+    // The default limit: 1 MiB and one byte is more than the kernel's
+    // buffers hold, so the node closes with the rest of it still coming.
+    let n = node(test_limits()).await;
+    for round in 0..8 {
+        let mut ws = connect(&n, &format!("/actor/open/r{round}/ws")).await;
+        let _ = ws.send(Message::binary(vec![7u8; (1 << 20) + 1])).await;
+        let close = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("an answer comes") {
+                Some(Ok(Message::Close(Some(f)))) => break u16::from(f.code),
+                Some(Ok(_)) => continue,
+                other => panic!("round {round}: the close frame was lost: {other:?}"),
+            }
+        };
+        assert_eq!(close, 1009, "round {round}");
+    }
+}
+
+/// An upgrade sent by hand on a raw connection, which the test then drops.
+async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) {
+    use tokio::io::AsyncWriteExt;
+    let addr = n.url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
+         sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(leave_after).await;
+    drop(tcp);
+}
+
+#[tokio::test]
+async fn a_client_leaving_while_its_socket_opens_leaves_nothing_behind() {
+    let n = node(Limits { sockets_per_actor: 3, ..test_limits() }).await;
+    // Three clients ask for a socket on one room whose open takes 1.5 s,
+    // and each is gone after 0.3 s. The first open runs (the actor accepts
+    // it) after its client left; the other two wait behind it, and their
+    // clients are gone before they run. With a leak, the room's three
+    // places would stay taken.
+    let leave = |name: &'static str| upgrade_and_leave(&n, name, Duration::from_millis(300));
+    tokio::join!(
+        leave("/actor/open/room/ws?slowopen=1500"),
+        leave("/actor/open/room/ws?slowopen=1500"),
+        leave("/actor/open/room/ws?slowopen=1500"),
+    );
+    let closes = closes(&n, "open/room").await;
+    assert_eq!(closes, vec!["1 1006 ".to_owned()], "the accepted open hears its close");
+    assert!(eventually(Duration::from_secs(10), || n.node.open_sockets() == 0).await, "no entry is left");
+    let opened = json_list(&n, "/actor/open/room/opened").await;
+    assert_eq!(opened.len(), 1, "the opens whose clients had left never ran: {opened:?}");
+    let listed = json_list(&n, "/actor/open/room/sockets").await;
+    assert!(listed.is_empty(), "the actor lists no socket: {listed:?}");
+    // The places are free: three real sockets open, a fourth is refused.
+    let _s: Vec<Ws> = futures_util::future::join_all((0..3).map(|_| connect(&n, "/actor/open/room/ws"))).await;
+    assert!(
+        tokio_tungstenite::connect_async(format!("{}/actor/open/room/ws", n.url.replace("http", "ws"))).await.is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_client_leaving_before_its_open_runs_is_never_opened() {
+    let n = node(test_limits()).await;
+    // The actor is busy for 1 s; the open queues behind it; the client
+    // leaves meanwhile.
+    let busy = n.get("/actor/open/room/sleep?ms=1000");
+    let leave = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        upgrade_and_leave(&n, "/actor/open/room/ws?late", Duration::from_millis(300)).await;
+    };
+    let _ = tokio::join!(busy, leave);
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opened = json_list(&n, "/actor/open/room/opened").await;
+    assert!(opened.is_empty(), "the actor never ran the open: {opened:?}");
+    assert!(json_list(&n, "/actor/open/room/closes").await.is_empty(), "nor a close");
+}

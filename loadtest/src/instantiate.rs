@@ -82,7 +82,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let body = async move {
         let probe = wasmkeep_tests::guests().probe.clone();
         let limits = Limits { idle_secs: 0.05, ..Limits::default() };
-        let engine = EngineConfig { instances: limits.pool_instances, memory_bytes: limits.memory_bytes };
+        let engine =
+            EngineConfig { instances: limits.pool_instances, memory_bytes: limits.memory_bytes, busy_guests: 1 };
         let runtime: Runtime<MemoryHost, MemoryHost> =
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
         let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
@@ -93,20 +94,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // wakes: caches and the CPU cool down in it.
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
+        let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
         for _ in 0..n {
             if !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
             let instance = component
-                .instantiate(MemoryHost::default(), Instant::now() + Duration::from_secs(30))
+                .instantiate(MemoryHost::default(), label.clone(), Instant::now() + Duration::from_secs(30))
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             raw.push(t.elapsed());
             drop(instance);
             let t = Instant::now();
             let mut instance = component
-                .instantiate(MemoryHost::default(), Instant::now() + Duration::from_secs(30))
+                .instantiate(MemoryHost::default(), label.clone(), Instant::now() + Duration::from_secs(30))
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;

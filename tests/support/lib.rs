@@ -28,6 +28,8 @@ pub struct Guests {
     pub hello_front: Vec<u8>,
     pub uses_calls: Vec<u8>,
     pub uses_http: Vec<u8>,
+    /// A front on `wasi:http` itself: trailers, slow streamed answers.
+    pub raw_front: Vec<u8>,
 }
 
 pub fn guests() -> &'static Guests {
@@ -55,6 +57,7 @@ pub fn guests() -> &'static Guests {
             hello_front: read("hello_front"),
             uses_calls: read("uses_calls"),
             uses_http: read("uses_http"),
+            raw_front: read("raw_front"),
         }
     })
 }
@@ -66,7 +69,8 @@ pub fn cache_dir() -> PathBuf {
 
 /// Limits small enough for tests to reach.
 pub fn test_limits() -> Limits {
-    Limits { pool_instances: 40, front_slots: 4, ..Limits::default() }
+    // One client (the tests, on loopback) may hold every slot.
+    Limits { pool_instances: 40, front_slots: 4, front_slots_per_client: u32::MAX, ..Limits::default() }
 }
 
 /// A class to deploy: name, access, component bytes.
@@ -132,7 +136,7 @@ impl TestNode {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel();
-        let port = PublicPort { node: node.clone(), routing: AppRouting::Single(app) };
+        let port = PublicPort::new(node.clone(), AppRouting::Single(app));
         let served = tokio::spawn(async move {
             wasmkeep_front::serve(listener, port, async {
                 let _ = stopped.await;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent};
+use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent, GuestLabel};
 use wasmkeep_scheduler::InstanceLease;
 use wasmkeep_storage::Epoch;
 
@@ -53,6 +53,8 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 
 async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residence, event: Event) {
     let Event { origin, kind, arrived } = event;
+    // A socket's close is admitted as its open was.
+    let origin_of_open = matches!(kind, EventKind::SocketOpen { .. }).then(|| origin.clone());
     let admitted = admit(node, key, residence, origin.is_outside(), kind.may_create(), arrived).await;
     let run = |guest: GuestEvent| async {
         match admitted {
@@ -70,10 +72,25 @@ async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residen
             }));
         }
         EventKind::SocketOpen { conn, path, reply } => {
-            let _ = reply.send(run(GuestEvent::SocketOpen { conn, path }).await.map(|a| match a {
+            // The client left before its open ran: the actor never hears
+            // of the socket (ADR 0009).
+            if reply.is_closed() {
+                node.sockets.remove(conn);
+                return;
+            }
+            let opened = run(GuestEvent::SocketOpen { conn, path }).await.map(|a| match a {
                 EventAnswer::Opened(opened) => opened,
                 other => Err(format!("an open answered {other:?}")),
-            }));
+            });
+            if let Err(unsent) = reply.send(opened) {
+                // The client left while the actor opened it: the socket
+                // goes, and an actor that accepted it hears it close.
+                node.sockets.remove(conn);
+                if let (Ok(Ok(())), Some(origin)) = (unsent, origin_of_open) {
+                    let close = EventKind::SocketClose { conn, code: 1006, reason: String::new() };
+                    let _ = crate::router::post(node, key.app, key.address.clone(), origin, close);
+                }
+            }
         }
         EventKind::SocketMessage { conn, message } => {
             if let Err(e) = run(GuestEvent::SocketMessage { conn, message }).await {
@@ -129,13 +146,8 @@ async fn execute(
         Some(instance) => instance,
         slot @ None => {
             let host = EventHost::new(node.clone(), actor.clone(), epoch);
-            let instance = class.component.instantiate(host, ends).await.map_err(|f| {
-                tracing::warn!(%actor, "instantiation failed: {f:?}");
-                match f {
-                    EventFailure::Wall => EventError::Wall,
-                    EventFailure::Trap(_) => EventError::Trapped,
-                }
-            })?;
+            let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
+            let instance = class.component.instantiate(host, label, ends).await.map_err(EventError::from)?;
             slot.insert(instance)
         }
     };
@@ -143,13 +155,18 @@ async fn execute(
     let answer = instance.run(&event, ends).await;
     match answer {
         Ok(answer) => {
-            if let EventAnswer::Response(response) = &answer
-                && let Err(invalid) = check_response(response.status, &response.headers)
-            {
+            if let EventAnswer::Response(response) = &answer {
                 // Not deliverable: its writes are dropped, like a trap's.
-                tracing::info!(%actor, "invalid answer: {invalid}");
-                residence.instance = None;
-                return Err(EventError::InvalidResponse);
+                if let Err(invalid) = check_response(response.status, &response.headers) {
+                    tracing::info!(%actor, "invalid answer: {invalid}");
+                    residence.instance = None;
+                    return Err(EventError::InvalidResponse);
+                }
+                // The body limit bounds answers as it bounds requests.
+                if response.body.len() as u64 > node.limits.body_bytes {
+                    residence.instance = None;
+                    return Err(EventError::AnswerTooLarge(node.limits.body_bytes));
+                }
             }
             match instance.host_mut().finish().await {
                 Ok(Outcome::Kept) => Ok(answer),
@@ -174,16 +191,8 @@ async fn execute(
         Err(failure) => {
             // Its writes are dropped with the instance.
             residence.instance = None;
-            Err(match failure {
-                EventFailure::Wall => {
-                    tracing::info!(%actor, "event cut at its wall");
-                    EventError::Wall
-                }
-                EventFailure::Trap(detail) => {
-                    tracing::info!(%actor, "event trapped: {detail}");
-                    EventError::Trapped
-                }
-            })
+            // The runtime logged it, one line, where it happened.
+            Err(EventError::from(failure))
         }
     }
 }

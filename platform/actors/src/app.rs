@@ -40,6 +40,8 @@ pub struct App {
     pub id: AppId,
     pub tenant: String,
     pub name: String,
+    /// `tenant/app`, as logs name it.
+    pub label: Arc<str>,
     active: RwLock<Option<Arc<Version>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
@@ -50,6 +52,7 @@ impl App {
             id,
             tenant: tenant.to_owned(),
             name: name.to_owned(),
+            label: format!("{tenant}/{name}").into(),
             active: RwLock::new(None),
             values: RwLock::new(Arc::new(values)),
         }

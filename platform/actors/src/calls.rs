@@ -202,6 +202,7 @@ impl Delivery {
 /// the answer HTTP would give (the capacity `503` included).
 fn answer(e: EventError) -> Result<Response, CallError> {
     let reason = match &e {
+        EventError::AnswerTooLarge(_) => return Err(CallError::TooLarge),
         EventError::Refused(Refusal::Overloaded) => "callee overloaded",
         EventError::Trapped => "the callee failed",
         EventError::Wall => "the callee's event ran past its wall",

@@ -21,6 +21,10 @@ pub enum EventError {
     /// its writes were rolled back.
     #[error("the actor answered an invalid response")]
     InvalidResponse,
+    /// The actor's answer is over the body limit; its writes were rolled
+    /// back.
+    #[error("the actor's answer is over {0} bytes")]
+    AnswerTooLarge(u64),
     /// The node is stopping.
     #[error("the node is shutting down")]
     ShuttingDown,
@@ -79,7 +83,7 @@ impl EventError {
                 Refusal::ValueMissing(_) => (503, Some(10)),
                 Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
             },
-            Self::Trapped | Self::InvalidResponse => (500, None),
+            Self::Trapped | Self::InvalidResponse | Self::AnswerTooLarge(_) => (500, None),
             Self::Wall => (504, None),
             Self::ShuttingDown => (503, Some(1)),
         };

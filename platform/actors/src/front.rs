@@ -10,7 +10,7 @@ use bytes::Bytes;
 use hyper::body::Body;
 use wasmkeep_core::deadline::front_call_deadline;
 use wasmkeep_core::{AppId, Caller, Chain};
-use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, Request, Response};
+use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, GuestLabel, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease};
 
 use crate::calls::{self, CallSide};
@@ -69,12 +69,11 @@ impl Node {
         let slot = node.front_slots.lease(node.limits.front_slot_wait()).await.ok_or(FrontError::Busy)?;
         let host =
             FrontHost { node: node.clone(), app, values: entry.values(), started, chain: Chain::new(), _slot: slot };
-        front.handle(host, request, started + node.limits.front_wall()).await.map_err(|f| match f {
+        let label = GuestLabel { app: entry.label.clone(), guest: "_front".into() };
+        // The runtime logs a failure, one line, where it happens.
+        front.handle(host, label, request, started + node.limits.front_wall()).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
-            EventFailure::Trap(detail) => {
-                tracing::info!(%app, "front failed: {detail}");
-                FrontError::Trapped
-            }
+            EventFailure::Trap(_) => FrontError::Trapped,
         })
     }
 }

@@ -30,7 +30,7 @@ pub use front::{FrontError, FrontHost};
 pub use sockets::SocketOpenError;
 pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
 pub use wasmkeep_runtime::SocketMessage;
-pub use wasmkeep_runtime::{FrontBody, FrontRun};
+pub use wasmkeep_runtime::{ClientBodyError, FrontBody, FrontRun};
 pub use wasmkeep_runtime::{Request, Response};
 pub use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SocketQueue};
 
@@ -103,7 +103,12 @@ impl NodeInner {
 impl Node {
     pub fn new(config: NodeConfig, store: Arc<dyn Store>) -> anyhow::Result<Self> {
         config.limits.validate()?;
-        let engine = EngineConfig { instances: config.limits.pool_instances, memory_bytes: config.limits.memory_bytes };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let engine = EngineConfig {
+            instances: config.limits.pool_instances,
+            memory_bytes: config.limits.memory_bytes,
+            busy_guests: config.limits.busy_guests(cores),
+        };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
         Ok(Self(Arc::new(NodeInner {
             id: config.id,

@@ -46,11 +46,15 @@ impl Node {
         let queue = node.sockets.open(key, from_front).map_err(SocketOpenError::Full)?;
         let conn = queue.conn;
         let (reply, answer) = oneshot::channel();
+        // Should the client leave while this waits, the guard forgets the
+        // socket (and the actor side closes what it accepted).
+        let mut opening = Opening { node: self, conn, answer: Some(answer) };
         let opened =
             match router::post(node, app, target, origin(from_front), EventKind::SocketOpen { conn, path, reply }) {
-                Ok(()) => answer.await.unwrap_or(Err(EventError::ShuttingDown)),
+                Ok(()) => opening.answer().await,
                 Err(refusal) => Err(refusal.into()),
             };
+        opening.answer = None;
         match opened {
             Ok(Ok(())) => Ok(queue),
             Ok(Err(reason)) => {
@@ -95,6 +99,36 @@ impl Node {
         if router::post(&self.0, key.app, key.address, origin(from_front), event).is_err() {
             // A full mailbox cannot take the message: the client learns it.
             self.0.sockets.force_close(conn, 1013, "the actor is overloaded");
+        }
+    }
+}
+
+/// A socket's open in progress, on the side of its client's connection.
+/// Dropped before the answer is read (the client left), it forgets the
+/// socket; if the actor had accepted it already, the actor hears it close.
+struct Opening<'n> {
+    node: &'n Node,
+    conn: ConnId,
+    answer: Option<oneshot::Receiver<Result<Result<(), String>, EventError>>>,
+}
+
+impl Opening<'_> {
+    async fn answer(&mut self) -> Result<Result<(), String>, EventError> {
+        let answer = self.answer.as_mut().expect("an open waits for its answer");
+        answer.await.unwrap_or(Err(EventError::ShuttingDown))
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let Some(mut answer) = self.answer.take() else { return };
+        // No answer can slip in after this look: the actor's side then
+        // finds its answer unwanted and does the rest.
+        answer.close();
+        match answer.try_recv() {
+            Ok(Ok(Ok(()))) => self.node.socket_closed(self.conn, 1006, String::new()),
+            // Not answered yet: the actor's side sees the answer unwanted.
+            _ => self.node.0.sockets.remove(self.conn),
         }
     }
 }

@@ -129,7 +129,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     }
     let watch = !args.no_watch;
     tokio::spawn(reload::run(node.clone(), args.app_dir.clone(), manifest.name.clone(), watch, sources));
-    let port = PublicPort { node, routing: AppRouting::Single(deployed.app) };
+    let port = PublicPort::new(node, AppRouting::Single(deployed.app));
     wasmkeep_front::serve(listener, port, async {
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("wasmkeep: stopping");

@@ -55,6 +55,8 @@ pub enum HandOffError {
     NotText(&'static str),
     #[error("the name is not UTF-8 once decoded")]
     NameNotUtf8,
+    #[error("the name has a `%` not followed by two hex digits")]
+    NameNotDecodable,
     #[error("the path does not start with `/` or is not a valid path and query")]
     BadPath,
 }
@@ -83,8 +85,12 @@ fn parse(headers: &HeaderMap) -> Result<HandOff, HandOffError> {
     let class = one(headers, CLASS_HEADER)?;
     let name = one(headers, NAME_HEADER)?;
     let path = one(headers, PATH_HEADER)?;
-    let name = String::from_utf8(decode(name)).map_err(|_| HandOffError::NameNotUtf8)?;
-    if !path.starts_with('/') || http::uri::PathAndQuery::try_from(path).is_err() {
+    let name = decode(name).map_err(|_| HandOffError::NameNotDecodable)?;
+    let name = String::from_utf8(name).map_err(|_| HandOffError::NameNotUtf8)?;
+    // What is checked is what is passed on: the parsed path and query must
+    // be the header itself (a fragment, which parsing drops, is refused).
+    let parsed = http::uri::PathAndQuery::try_from(path).map_err(|_| HandOffError::BadPath)?;
+    if !path.starts_with('/') || parsed.as_str() != path {
         return Err(HandOffError::BadPath);
     }
     Ok(HandOff { actor: RawAddress { class: class.to_owned(), name: name.into_bytes() }, path: path.to_owned() })
@@ -167,6 +173,10 @@ mod tests {
         assert_eq!(err(&[ok[0], (NAME_HEADER, "%FF"), ok[2]]), HandOffError::NameNotUtf8);
         assert_eq!(err(&[ok[0], ok[1], (PATH_HEADER, "ws")]), HandOffError::BadPath);
         assert_eq!(err(&[ok[0], ok[1], (PATH_HEADER, "")]), HandOffError::BadPath);
+        assert_eq!(err(&[ok[0], (NAME_HEADER, "a%zz"), ok[2]]), HandOffError::NameNotDecodable);
+        for bad in ["/a?b=1#frag", "/a#", "/#x", "/a b", "//host/x?#"] {
+            assert_eq!(err(&[ok[0], ok[1], (PATH_HEADER, bad)]), HandOffError::BadPath, "{bad}");
+        }
         let mut h = headers(&ok);
         h.insert(CLASS_HEADER, http::HeaderValue::from_bytes(b"r\xc3\xa9").unwrap());
         assert_eq!(read(&h).unwrap().unwrap_err(), HandOffError::NotText(CLASS_HEADER));

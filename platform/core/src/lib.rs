@@ -6,6 +6,7 @@ pub mod access;
 pub mod actor_key;
 pub mod budget;
 pub mod caller;
+pub mod connection;
 pub mod deadline;
 pub mod handoff;
 pub mod header_range;

@@ -45,6 +45,39 @@ pub struct Limits {
     pub storage_value_bytes: u64,
     /// Instances in the node's pool, front slots included.
     pub pool_instances: u32,
+    /// The public port: a request head must arrive whole within this, from
+    /// its first byte.
+    pub header_read_secs: f64,
+    /// The public port: a connection with no request in flight is closed
+    /// after this (HTTP/1.1 between requests, HTTP/2 with no stream).
+    pub keepalive_idle_secs: f64,
+    /// The public port: a request body may take this long before the
+    /// minimum rate applies.
+    pub body_grace_secs: f64,
+    /// The public port: after the grace, a request body must arrive at
+    /// this many bytes per second on average, or the request fails.
+    pub body_min_rate: u64,
+    /// The public port: a request head (line and headers) in bytes.
+    pub head_bytes: u32,
+    /// The public port: open connections, upgraded sockets included; 0
+    /// for the descriptor limit less a reserve of 1,024.
+    pub max_connections: u32,
+    /// The public port: open connections from one client address.
+    pub max_connections_per_client: u32,
+    /// Request body bytes buffered across the node at once (actor bodies
+    /// read whole, front bodies given to fronts); past it a request waits
+    /// up to the body grace, then `503`.
+    pub buffered_body_bytes: u64,
+    /// A front request's body up to this size is read whole before the
+    /// request takes a slot, so a slow client holds no slot for it.
+    pub front_body_prefetch_bytes: u64,
+    /// Front slots one client address may hold at once; 0 for half the
+    /// slots.
+    pub front_slots_per_client: u32,
+    /// Guests that have computed past two ticks of one event (CPU-bound)
+    /// and may run at once; 0 for one fewer than the node's cores, at
+    /// least 1. Other guests and the node's I/O keep the rest.
+    pub busy_guests_at_once: u32,
 }
 
 impl Default for Limits {
@@ -70,6 +103,17 @@ impl Default for Limits {
             storage_key_bytes: 2048,
             storage_value_bytes: MIB,
             pool_instances: 1000,
+            header_read_secs: 10.0,
+            keepalive_idle_secs: 30.0,
+            body_grace_secs: 10.0,
+            body_min_rate: 4096,
+            head_bytes: 16 * 1024,
+            max_connections: 0,
+            max_connections_per_client: 10_000,
+            buffered_body_bytes: 256 * MIB,
+            front_body_prefetch_bytes: 64 * 1024,
+            front_slots_per_client: 0,
+            busy_guests_at_once: 0,
         }
     }
 }
@@ -95,6 +139,9 @@ impl Limits {
             ("admission_wait_secs", self.admission_wait_secs),
             ("failover_wait_secs", self.failover_wait_secs),
             ("relay_secs", self.relay_secs),
+            ("header_read_secs", self.header_read_secs),
+            ("keepalive_idle_secs", self.keepalive_idle_secs),
+            ("body_grace_secs", self.body_grace_secs),
         ];
         for (field, v) in secs {
             if !(v.is_finite() && v > 0.0 && v < 1e9) {
@@ -109,6 +156,18 @@ impl Limits {
         }
         if self.pool_instances <= self.front_slots {
             return Err(LimitError { field: "pool_instances", reason: "must be larger than front_slots" });
+        }
+        if self.body_min_rate == 0 {
+            return Err(LimitError { field: "body_min_rate", reason: "must be at least 1 byte per second" });
+        }
+        if !(8192..=1 << 20).contains(&self.head_bytes) {
+            return Err(LimitError { field: "head_bytes", reason: "must be between 8192 and 1048576" });
+        }
+        if self.max_connections_per_client == 0 {
+            return Err(LimitError { field: "max_connections_per_client", reason: "must be at least 1" });
+        }
+        if self.buffered_body_bytes < self.body_bytes {
+            return Err(LimitError { field: "buffered_body_bytes", reason: "must be at least body_bytes" });
         }
         if self.memory_bytes < 64 * 1024 {
             return Err(LimitError { field: "memory_bytes", reason: "must be at least one 64 KiB page" });
@@ -155,6 +214,53 @@ impl Limits {
     pub fn admission_wait(&self) -> Duration {
         Duration::from_secs_f64(self.admission_wait_secs)
     }
+
+    pub fn header_read(&self) -> Duration {
+        Duration::from_secs_f64(self.header_read_secs)
+    }
+
+    pub fn keepalive_idle(&self) -> Duration {
+        Duration::from_secs_f64(self.keepalive_idle_secs)
+    }
+
+    pub fn body_grace(&self) -> Duration {
+        Duration::from_secs_f64(self.body_grace_secs)
+    }
+
+    /// How long a body of which `received` bytes have come may have taken
+    /// so far: the grace, then the minimum rate.
+    pub fn body_allowance(&self, received: u64) -> Duration {
+        self.body_grace() + Duration::from_secs_f64(received as f64 / self.body_min_rate as f64)
+    }
+
+    /// The connections the public port keeps open, given the process's
+    /// descriptor limit: the configured number, or the limit less a reserve
+    /// for the store, components and the node's own files.
+    pub fn connections(&self, descriptor_limit: u64) -> u32 {
+        const RESERVE: u64 = 1024;
+        match self.max_connections {
+            0 => descriptor_limit.saturating_sub(RESERVE).clamp(64, u32::MAX as u64) as u32,
+            n => n,
+        }
+    }
+
+    /// Front slots one client address may hold; `None` when that is all of
+    /// them (then a client waits for a slot as any request does).
+    pub fn front_slots_for_one_client(&self) -> Option<u32> {
+        let share = match self.front_slots_per_client {
+            0 => (self.front_slots / 2).max(1),
+            n => n,
+        };
+        (share < self.front_slots).then_some(share)
+    }
+
+    /// CPU-bound guests that may run at once on a node of `cores` cores.
+    pub fn busy_guests(&self, cores: usize) -> usize {
+        match self.busy_guests_at_once {
+            0 => cores.saturating_sub(1).max(1),
+            n => n as usize,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +296,25 @@ mod tests {
     }
 
     #[test]
+    fn the_ports_limits_resolve() {
+        let l = Limits::default();
+        assert_eq!(l.connections(20_000), 18_976);
+        assert_eq!(l.connections(100), 64, "never below a usable few");
+        assert_eq!(Limits { max_connections: 500, ..l.clone() }.connections(20_000), 500);
+        assert_eq!(l.front_slots_for_one_client(), Some(50));
+        assert_eq!(Limits { front_slots_per_client: 7, ..l.clone() }.front_slots_for_one_client(), Some(7));
+        assert_eq!(Limits { front_slots_per_client: 100, ..l.clone() }.front_slots_for_one_client(), None);
+        assert_eq!(Limits { front_slots: 1, ..l.clone() }.front_slots_for_one_client(), None, "one slot is shared");
+        assert_eq!(l.busy_guests(2), 1);
+        assert_eq!(l.busy_guests(1), 1);
+        assert_eq!(l.busy_guests(8), 7);
+        assert_eq!(Limits { busy_guests_at_once: 3, ..l.clone() }.busy_guests(2), 3);
+        assert_eq!(l.body_allowance(0), Duration::from_secs(10));
+        assert_eq!(l.body_allowance(4096 * 5), Duration::from_secs(15));
+        assert_eq!(l.header_read(), Duration::from_secs(10));
+    }
+
+    #[test]
     fn validation_names_the_field() {
         let l = Limits { idle_secs: 0.0, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().to_string(), "limits: idle_secs: must be a positive number of seconds");
@@ -201,5 +326,13 @@ mod tests {
         assert_eq!(l.validate().unwrap_err().field, "front_slots");
         let l = Limits { queue_per_actor: 0, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().field, "queue_per_actor");
+        let l = Limits { head_bytes: 4096, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "head_bytes");
+        let l = Limits { body_min_rate: 0, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "body_min_rate");
+        let l = Limits { buffered_body_bytes: 1, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "buffered_body_bytes");
+        let l = Limits { header_read_secs: -1.0, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "header_read_secs");
     }
 }

@@ -34,6 +34,8 @@ pub enum NameError {
     NameControl,
     #[error("actor name is not valid UTF-8")]
     NameNotUtf8,
+    #[error("actor name has a `%` not followed by two hex digits")]
+    BadEncoding,
     #[error("address is not class/name")]
     NoSlash,
 }
@@ -102,7 +104,7 @@ impl ActorName {
     /// Parses a percent-encoded name (URL path segment, caller or hand-off
     /// header).
     pub fn from_encoded(s: &str) -> Result<Self, NameError> {
-        Self::from_bytes(&decode(s))
+        Self::from_bytes(&decode(s)?)
     }
 
     pub fn as_str(&self) -> &str {
@@ -127,9 +129,19 @@ pub fn encode(s: &str) -> String {
     utf8_percent_encode(s, NAME_ENCODE_SET).to_string()
 }
 
-/// Percent-decodes `s` into bytes (not necessarily UTF-8).
-pub fn decode(s: &str) -> Vec<u8> {
-    percent_decode_str(s).collect()
+/// Percent-decodes `s` into bytes (not necessarily UTF-8). Strict: a `%`
+/// must begin a `%XX` escape, as the encoding never writes a bare one.
+pub fn decode(s: &str) -> Result<Vec<u8>, NameError> {
+    let bytes = s.as_bytes();
+    let escapes_are_whole = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'%')
+        .all(|(i, _)| bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)));
+    if !escapes_are_whole {
+        return Err(NameError::BadEncoding);
+    }
+    Ok(percent_decode_str(s).collect())
 }
 
 /// A valid actor address, `class/name`.
@@ -229,6 +241,16 @@ mod tests {
         assert_eq!(ActorName::from_encoded("%FF"), Err(NameError::NameNotUtf8));
         assert_eq!(ActorName::from_encoded("a%00"), Err(NameError::NameControl));
         assert_eq!(ActorName::from_encoded(""), Err(NameError::EmptyName));
+    }
+
+    #[test]
+    fn a_bare_or_short_escape_is_refused() {
+        for bad in ["%zz", "a%", "%", "%4", "%4g", "a%%41", "%G0", "ok%2"] {
+            assert_eq!(decode(bad), Err(NameError::BadEncoding), "{bad}");
+            assert_eq!(ActorName::from_encoded(bad), Err(NameError::BadEncoding), "{bad}");
+        }
+        assert_eq!(decode("%25%41%2f%2F").unwrap(), b"%A//");
+        assert_eq!(decode("plain").unwrap(), b"plain");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The public port's paths: `/actor/<class>/<percent-encoded name>/<rest>`.
 
-use crate::names::{RawAddress, decode};
+use crate::names::{NameError, RawAddress, decode};
 
 /// The path prefix that reaches actors; every other path reaches the front.
 pub const ACTOR_PREFIX: &str = "/actor/";
@@ -14,9 +14,10 @@ pub struct ActorPath {
     pub rest: String,
 }
 
-/// Splits an `/actor/` path; `None` for any other path. `/actor/c/n` and
-/// `/actor/c/n/` both give the rest `/`.
-pub fn parse_actor_path(path: &str, query: Option<&str>) -> Option<ActorPath> {
+/// Splits an `/actor/` path; `None` for any other path, an error for a
+/// name whose percent-encoding is broken (`%zz`, a bare `%`): the client's
+/// `400`. `/actor/c/n` and `/actor/c/n/` both give the rest `/`.
+pub fn parse_actor_path(path: &str, query: Option<&str>) -> Option<Result<ActorPath, NameError>> {
     let tail = path.strip_prefix(ACTOR_PREFIX)?;
     let (class, after) = tail.split_once('/').unwrap_or((tail, ""));
     let (name, rest) = match after.find('/') {
@@ -28,7 +29,7 @@ pub fn parse_actor_path(path: &str, query: Option<&str>) -> Option<ActorPath> {
         rest.push('?');
         rest.push_str(q);
     }
-    Some(ActorPath { address: RawAddress { class: class.to_owned(), name: decode(name) }, rest })
+    Some(decode(name).map(|name| ActorPath { address: RawAddress { class: class.to_owned(), name }, rest }))
 }
 
 #[cfg(test)]
@@ -36,7 +37,7 @@ mod tests {
     use super::*;
 
     fn p(path: &str, q: Option<&str>) -> (String, Vec<u8>, String) {
-        let a = parse_actor_path(path, q).unwrap();
+        let a = parse_actor_path(path, q).unwrap().unwrap();
         (a.address.class, a.address.name, a.rest)
     }
 
@@ -50,6 +51,15 @@ mod tests {
         assert_eq!(p("/actor/c", None), ("c".into(), vec![], "/".into()));
         assert_eq!(p("/actor/", None), ("".into(), vec![], "/".into()));
         assert_eq!(p("/actor/c/", Some("q")), ("c".into(), vec![], "/?q".into()));
+    }
+
+    #[test]
+    fn a_broken_escape_in_the_name_is_an_error() {
+        for bad in ["/actor/counter/%zz/", "/actor/counter/a%/", "/actor/c/%4/x", "/actor/c/%"] {
+            assert_eq!(parse_actor_path(bad, None), Some(Err(NameError::BadEncoding)), "{bad}");
+        }
+        // The rest is the actor's own: it is not decoded here.
+        assert!(parse_actor_path("/actor/c/n/%zz", None).unwrap().is_ok());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use http::request::Parts;
 use wasmkeep_core::{AppId, header_range};
 
+use crate::error::HttpError;
+
 /// How the port finds a request's app.
 #[derive(Debug, Clone)]
 pub enum AppRouting {
@@ -22,4 +24,16 @@ impl AppRouting {
 /// Removes every header of the host's range that the client sent.
 pub(crate) fn strip_client_headers(parts: &mut Parts) {
     header_range::strip(&mut parts.headers);
+}
+
+/// An HTTP/1.1 request names its host (RFC 9112 §3.2): without `Host` it
+/// is a `400`, whatever its path. HTTP/2 carries `:authority` in the URI;
+/// an HTTP/1.0 request may omit both (the front, which needs a host,
+/// checks again).
+pub(crate) fn check_host(parts: &Parts) -> Result<(), HttpError> {
+    let needs_host = parts.version == http::Version::HTTP_11;
+    if needs_host && parts.uri.authority().is_none() && !parts.headers.contains_key(http::header::HOST) {
+        return Err(HttpError::NoHost);
+    }
+    Ok(())
 }

@@ -15,6 +15,10 @@ pub(crate) enum HttpError {
     Front(FrontError),
     BodyTooLarge(u64),
     BodyUnreadable,
+    /// The body came slower than the minimum rate.
+    BodyTooSlow,
+    /// The node holds its budget of request bodies.
+    BodiesFull,
     NoHost,
     /// Too many sockets on the actor or the node.
     SocketsFull,
@@ -55,6 +59,16 @@ impl HttpError {
             }
             Self::BodyTooLarge(limit) => (S::PAYLOAD_TOO_LARGE, None, format!("request body is over {limit} bytes")),
             Self::BodyUnreadable => (S::BAD_REQUEST, None, "request body could not be read".into()),
+            Self::BodyTooSlow => {
+                let mut response =
+                    text_response(S::REQUEST_TIMEOUT, None, "the request body arrived too slowly\n".into());
+                // The rest of the body is not worth waiting for.
+                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return response;
+            }
+            Self::BodiesFull => {
+                (S::SERVICE_UNAVAILABLE, Some(1), "the node holds too many request bodies; retry shortly".into())
+            }
             Self::Front(e) => {
                 let (status, retry_after) = match e {
                     FrontError::NoSuchApp | FrontError::NoFront => (S::NOT_FOUND, None),

@@ -8,21 +8,27 @@
 //! an actor with the three hand-off headers, honoured on a marked request
 //! only.
 
+use std::net::IpAddr;
+
 use http::HeaderValue;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use wasmkeep_actors::{FrontError, Node};
+use wasmkeep_actors::FrontError;
 use wasmkeep_core::handoff::{self, UPGRADE_MARK, UPGRADE_WEBSOCKET, is_websocket_upgrade};
 use wasmkeep_core::{AppId, header_range};
 
+use crate::body::{self, Held, Holding, Paced};
 use crate::error::HttpError;
+use crate::server::PublicPort;
 use crate::{HttpResponse, boxed_error, socket_route};
 
 pub(crate) async fn handle(
-    node: &Node,
+    port: &PublicPort,
     app: AppId,
+    client: IpAddr,
     mut request: http::Request<Incoming>,
 ) -> Result<HttpResponse, HttpError> {
+    let node = &port.node;
     // A request in origin form names its host only in `Host`; the front
     // reads its authority from there.
     if request.uri().authority().is_none() && !request.headers().contains_key(http::header::HOST) {
@@ -36,6 +42,22 @@ pub(crate) async fn handle(
     if upgrade.is_some() {
         request.headers_mut().insert(UPGRADE_MARK, HeaderValue::from_static(UPGRADE_WEBSOCKET));
     }
+    // A small body is read before the request takes a slot; the client's
+    // share of the slots is taken before the node's.
+    let held = Held::default();
+    let (parts, incoming) = request.into_parts();
+    let paced = Paced::new(incoming, port.limits.clone(), &port.budget, held.clone());
+    let request = http::Request::from_parts(parts, body::prefetch(paced, port.limits.front_body_prefetch_bytes).await?);
+    let place = match &port.client_slots {
+        Some(shares) => match shares.take(client) {
+            Some(place) => Some(place),
+            None => {
+                node.metrics().front_requests.inc("busy");
+                return Err(HttpError::Front(FrontError::Busy));
+            }
+        },
+        None => None,
+    };
     let served = node.serve_front(app, request).await;
     let (response, run) = match served {
         Ok(answer) => answer,
@@ -65,7 +87,9 @@ pub(crate) async fn handle(
     let (mut parts, body) = response.into_parts();
     header_range::strip(&mut parts.headers);
     let body = body.map_err(boxed_error).map_frame(header_range::strip_trailers).boxed_unsync();
-    Ok(http::Response::from_parts(parts, body))
+    // The client's place and the body's bytes are held while the front
+    // writes its answer.
+    Ok(http::Response::from_parts(parts, Holding::boxed(body, Box::new((place, held)))))
 }
 
 /// How a front request that got no answer is counted in

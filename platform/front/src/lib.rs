@@ -1,18 +1,25 @@
-//! The public HTTP port of a node. A request passes small layers, each in
-//! its own file: the edge (find the app, drop the client's `x-wasmkeep-`
-//! headers), the body limit, the route (`/actor/...` or the front, each its own file), and
-//! the error layer, the one place where failures become HTTP answers.
+//! The public HTTP port of a node. A connection passes the listener (its
+//! ticket, within the bounds in all and per client) and the connection's
+//! watchdog (idle and slow heads); a request passes small layers, each in
+//! its own file: the edge (the `Host`, the app, the client's `x-wasmkeep-`
+//! headers dropped), the body (paced, budgeted, limited), the route
+//! (`/actor/...` or the front, each its own file), and the error layer,
+//! the one place where failures become HTTP answers.
 
 mod actor_route;
 mod body;
+mod connection;
 mod edge;
 mod error;
 mod front_route;
+mod listener;
+mod per_client;
 mod server;
 mod socket_conn;
 mod socket_route;
 
 pub use edge::AppRouting;
+pub use listener::raise_descriptor_limit;
 pub use server::{PublicPort, serve};
 
 /// A body's failure, whatever produced it.

@@ -1,79 +1,80 @@
-//! The listener: accepts connections and passes each request through the
-//! layers.
+//! The port: accepts connections (`listener`), serves each (`connection`)
+//! and passes each request through the layers.
 
-use std::convert::Infallible;
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use wasmkeep_actors::Node;
-use wasmkeep_core::Refusal;
 use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
+use wasmkeep_core::{Limits, Refusal};
 
+use crate::body::{BodyBudget, Held, Paced};
 use crate::error::HttpError;
-use crate::{AppRouting, HttpResponse, actor_route, body, edge, front_route, socket_route};
+use crate::listener::{self, Tickets};
+use crate::per_client::PerClient;
+use crate::{AppRouting, HttpResponse, actor_route, body, connection, edge, front_route, socket_route};
 
-/// What the public port serves.
+/// What the public port serves, and what its clients share.
 pub struct PublicPort {
-    pub node: Node,
-    pub routing: AppRouting,
+    pub(crate) node: Node,
+    routing: AppRouting,
+    pub(crate) limits: Arc<Limits>,
+    pub(crate) budget: BodyBudget,
+    /// Each client's share of the front slots, when it is less than all.
+    pub(crate) client_slots: Option<PerClient>,
 }
 
 impl PublicPort {
-    async fn handle(&self, request: http::Request<Incoming>) -> HttpResponse {
-        self.route(request).await.unwrap_or_else(HttpError::into_response)
+    pub fn new(node: Node, routing: AppRouting) -> Self {
+        let limits = Arc::new(node.limits().clone());
+        Self {
+            budget: BodyBudget::new(&limits),
+            client_slots: limits.front_slots_for_one_client().map(PerClient::new),
+            node,
+            routing,
+            limits,
+        }
     }
 
-    async fn route(&self, request: http::Request<Incoming>) -> Result<HttpResponse, HttpError> {
+    pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
+        self.route(request, client).await.unwrap_or_else(HttpError::into_response)
+    }
+
+    async fn route(&self, request: http::Request<Incoming>, client: IpAddr) -> Result<HttpResponse, HttpError> {
         let (mut parts, incoming) = request.into_parts();
+        edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
         let app = self.routing.app_for(&parts).ok_or(HttpError::from(Refusal::NoSuchApp))?;
-        let Some(target) = parse_actor_path(parts.uri.path(), parts.uri.query()) else {
-            return front_route::handle(&self.node, app, http::Request::from_parts(parts, incoming)).await;
+        let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
+            None => return front_route::handle(self, app, client, http::Request::from_parts(parts, incoming)).await,
+            Some(parsed) => parsed.map_err(|e| HttpError::from(Refusal::InvalidName(e)))?,
         };
         if is_websocket_upgrade(&parts.method, &parts.headers) {
             return socket_route::upgrade(&self.node, app, target, http::Request::from_parts(parts, incoming)).await;
         }
-        let body = body::read(incoming, self.node.limits().body_bytes).await?;
-        actor_route::handle(&self.node, app, target, &parts, body).await
+        // The body's share of the node's budget is held until the answer.
+        let held = Held::default();
+        let paced = Paced::new(incoming, self.limits.clone(), &self.budget, held.clone());
+        let body = body::read(paced, self.limits.body_bytes).await?;
+        let answer = actor_route::handle(&self.node, app, target, &parts, body).await;
+        drop(held);
+        answer
     }
 }
 
 /// Serves `port` on `listener` until `shutdown` completes.
 pub async fn serve(listener: TcpListener, port: PublicPort, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
+    let limits = port.limits.clone();
+    let descriptors = listener::raise_descriptor_limit();
+    let tickets = Tickets::new(limits.connections(descriptors), limits.max_connections_per_client);
     let port = Arc::new(port);
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (stream, _peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of descriptors and the like: keep serving.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => return Ok(()),
-        };
-        let _ = stream.set_nodelay(true);
-        let port = port.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let port = port.clone();
-                async move { Ok::<_, Infallible>(port.handle(req).await) }
-            });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!("connection ended: {e}");
-            }
-        });
-    }
+    listener::accept_loop(listener, tickets, shutdown, move |stream, ticket| {
+        connection::serve(port.clone(), stream, ticket)
+    })
+    .await;
+    Ok(())
 }

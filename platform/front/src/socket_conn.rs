@@ -1,12 +1,19 @@
 //! One socket's connection: reads the client's frames into the actor's
 //! events and writes what the actor queued. The host answers pings (the
 //! WebSocket layer does, as it reads); a message over the limit closes the
-//! socket with 1009; a lost connection is a close with 1006.
+//! socket with 1009, a text message that is not UTF-8 with 1007, any other
+//! breach of the protocol with 1002 (RFC 6455 §7.4.1); a lost connection
+//! is a close with 1006. Every close the host sends is followed by reading
+//! what the client still sends, so that the close is not lost to a reset.
+
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error, Message};
@@ -14,11 +21,15 @@ use wasmkeep_actors::{Node, Outgoing, SocketMessage, SocketQueue};
 
 /// A socket's read buffer: small, as most sockets of a node are idle.
 const READ_BUFFER: usize = 4 * 1024;
+/// After its close, how long the host reads what a client still sends.
+const DRAIN_AT_MOST: Duration = Duration::from_secs(2);
+/// A pause this long in what the client sends ends the reading early (a
+/// client waits for the host to close the connection after its reply).
+const DRAIN_PAUSE: Duration = Duration::from_millis(200);
 
-async fn accept(
-    on_upgrade: OnUpgrade,
-    message_bytes: usize,
-) -> Option<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>> {
+type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+async fn accept(on_upgrade: OnUpgrade, message_bytes: usize) -> Option<Socket> {
     let upgraded = on_upgrade.await.ok()?;
     let config = WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
@@ -30,6 +41,26 @@ async fn accept(
 
 fn close_frame(code: u16, reason: &str) -> CloseFrame {
     CloseFrame { code: CloseCode::from(code), reason: reason.into() }
+}
+
+/// Sends the host's close, then reads and discards what the client still
+/// sends (the rest of a message too large, its close) until it pauses,
+/// closes, or a short time passes; only then is the connection dropped. A
+/// connection dropped with unread bytes is reset, and a reset can take
+/// the close frame with it.
+async fn close_and_drain(mut ws: Socket, code: u16, reason: &str) {
+    let ends = tokio::time::Instant::now() + DRAIN_AT_MOST;
+    let _ = tokio::time::timeout_at(ends, ws.close(Some(close_frame(code, reason)))).await;
+    let io = ws.get_mut();
+    let mut sink = vec![0u8; 16 * 1024];
+    loop {
+        let pause = (tokio::time::Instant::now() + DRAIN_PAUSE).min(ends);
+        match tokio::time::timeout_at(pause, io.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => continue,
+            _ => break,
+        }
+    }
+    let _ = tokio::time::timeout(DRAIN_PAUSE, io.shutdown()).await;
 }
 
 /// Runs an open socket until it closes.
@@ -53,13 +84,26 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     return;
                 }
                 Some(Ok(_ping_pong_or_frame)) => {}
-                Some(Err(Error::Capacity(_))) => {
-                    let reason = format!("a message is over {message_bytes} bytes");
-                    let _ = ws.close(Some(close_frame(1009, &reason))).await;
-                    node.socket_closed(conn, 1009, reason);
+                Some(Err(e)) => {
+                    let (code, reason) = match e {
+                        Error::Capacity(_) => (1009, format!("a message is over {message_bytes} bytes")),
+                        Error::Utf8(_) => (1007, "a text message is not valid UTF-8".to_owned()),
+                        // A connection cut without a close frame is lost, not broken.
+                        Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+                            node.socket_closed(conn, 1006, String::new());
+                            return;
+                        }
+                        Error::Protocol(_) => (1002, "the client broke the WebSocket protocol".to_owned()),
+                        _ => {
+                            node.socket_closed(conn, 1006, String::new());
+                            return;
+                        }
+                    };
+                    node.socket_closed(conn, code, reason.clone());
+                    close_and_drain(ws, code, &reason).await;
                     return;
                 }
-                Some(Err(_)) | None => {
+                None => {
                     node.socket_closed(conn, 1006, String::new());
                     return;
                 }
@@ -75,8 +119,8 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     Outgoing::Text(text) => ws.send(Message::text(text)).await,
                     Outgoing::Binary(data) => ws.send(Message::binary(data)).await,
                     Outgoing::Close { code, reason } => {
-                        let _ = ws.close(Some(close_frame(code, &reason))).await;
                         node.socket_gone(conn);
+                        close_and_drain(ws, code, &reason).await;
                         return;
                     }
                 };
@@ -92,7 +136,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
 /// A socket the actor refused at `/actor/`: opened, then closed with 1008
 /// and the actor's reason.
 pub(crate) async fn refuse(on_upgrade: OnUpgrade, reason: String) {
-    if let Some(mut ws) = accept(on_upgrade, 1024).await {
-        let _ = ws.close(Some(close_frame(1008, &reason))).await;
+    if let Some(ws) = accept(on_upgrade, 1024).await {
+        close_and_drain(ws, 1008, &reason).await;
     }
 }

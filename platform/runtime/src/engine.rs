@@ -18,6 +18,8 @@ pub struct EngineConfig {
     pub instances: u32,
     /// A guest's linear memory limit.
     pub memory_bytes: u64,
+    /// CPU-bound guests that may run at once (`cpu`).
+    pub busy_guests: usize,
 }
 
 /// Core instances, memories and tables one component may take: a Rust

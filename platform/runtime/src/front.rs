@@ -13,12 +13,77 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
-use crate::host::{Egress, GuestHost, GuestState};
+use crate::guest_log::GuestLabel;
+use crate::host::{Egress, GuestConfig, GuestHost, GuestState};
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
-/// The body of a front's answer, streamed while the guest writes it.
-pub type FrontBody = HyperOutgoingBody;
+/// The body of a front's answer, streamed while the guest writes it. A
+/// body the guest could not finish (its wall cut it, it trapped, it was
+/// stopped) ends in an error, never in a clean end: the client must not
+/// take a truncated answer for a whole one. (wasi:http's own body ends
+/// cleanly when its writer is dropped, whatever the reason.)
+pub struct FrontBody {
+    inner: HyperOutgoingBody,
+    /// Whether the instance returned; sent before its store (and so the
+    /// body's writer) is dropped.
+    ended: oneshot::Receiver<bool>,
+}
+
+impl hyper::body::Body for FrontBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        use std::task::Poll;
+        use tokio::sync::oneshot::error::TryRecvError;
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(None) => match self.ended.try_recv() {
+                // The instance ran past the body without returning: the
+                // guest finished the body itself and goes on working.
+                Ok(true) | Err(TryRecvError::Empty) => Poll::Ready(None),
+                Ok(false) | Err(TryRecvError::Closed) => {
+                    Poll::Ready(Some(Err(wasmtime_wasi_http::Error::HttpResponseIncomplete)))
+                }
+            },
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        false
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Why a client's request body failed on its way into a front (the port
+/// paces bodies and bounds the bytes the node holds); the guest sees a
+/// failed read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ClientBodyError {
+    #[error("the request body arrived too slowly")]
+    TooSlow,
+    #[error("the node holds too many request bodies; retry shortly")]
+    NodeFull,
+    #[error("the request body could not be read")]
+    Broken,
+}
+
+impl From<ClientBodyError> for wasmtime_wasi_http::Error {
+    fn from(e: ClientBodyError) -> Self {
+        match e {
+            ClientBodyError::TooSlow => Self::ConnectionReadTimeout,
+            ClientBodyError::NodeFull => Self::ConnectionLimitReached,
+            ClientBodyError::Broken => Self::ConnectionTerminated,
+        }
+    }
+}
 
 /// A front instance still running after its answer's head (writing its
 /// body). Dropping this lets it run to its end or its wall.
@@ -35,18 +100,18 @@ impl FrontRun {
 pub struct FrontComponent<H: GuestHost> {
     pre: ProxyPre<GuestState<H>>,
     hash: String,
-    memory_bytes: u64,
+    guest: GuestConfig,
 }
 
 impl<H: GuestHost> FrontComponent<H> {
-    pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, memory_bytes: u64) -> Result<Self, DeployError> {
+    pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, guest: GuestConfig) -> Result<Self, DeployError> {
         let pre = ProxyPre::new(pre).map_err(|e| {
             DeployError::MissingExport(format!(
                 "the `wasi:http/incoming-handler@0.2` interface ({})",
                 crate::one_line(&e.to_string())
             ))
         })?;
-        Ok(Self { pre, hash, memory_bytes })
+        Ok(Self { pre, hash, guest })
     }
 
     /// The SHA-256 of the component's bytes.
@@ -61,6 +126,7 @@ impl<H: GuestHost> FrontComponent<H> {
     pub async fn handle<B>(
         self: &Arc<Self>,
         host: H,
+        label: GuestLabel,
         request: http::Request<B>,
         ends: Instant,
     ) -> Result<(http::Response<FrontBody>, FrontRun), EventFailure>
@@ -68,11 +134,13 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let mut store = wall::guest_store(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress), ends);
-        let proxy = match tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await {
-            Err(_elapsed) => return Err(EventFailure::Wall),
-            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e)),
+        let state = GuestState::new(host, label.clone(), &self.guest, Egress);
+        let mut store = wall::guest_store(self.pre.engine(), state, ends);
+        let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
+        let proxy = match instantiated {
             Ok(Ok(proxy)) => proxy,
+            Err(_elapsed) => return Err(EventFailure::Wall.logged(&store)),
+            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e).logged(&store)),
         };
         let (answer, answered) = oneshot::channel();
         let mut http = store.data_mut().http();
@@ -81,21 +149,41 @@ impl<H: GuestHost> FrontComponent<H> {
             .and_then(|req| Ok((req, http.new_response_outparam(answer)?)));
         let (req, out) = resources.map_err(|e| EventFailure::Trap(format!("{e:?}")))?;
 
+        let (returned, ended) = oneshot::channel();
         let run = tokio::spawn(async move {
             let handled = proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out);
-            match tokio::time::timeout_at(timer(ends), handled).await {
-                Err(_elapsed) => Err(EventFailure::Wall),
-                Ok(Err(e)) => Err(EventFailure::from_trap(&store, &e)),
-                Ok(Ok(())) => Ok(()),
-            }
+            let outcome = match tokio::time::timeout_at(timer(ends), handled).await {
+                Err(_elapsed) => Err(EventFailure::Wall.logged(&store)),
+                Ok(Err(e)) => Err(EventFailure::from_trap(&store, &e).logged(&store)),
+                Ok(Ok(())) => {
+                    wall::log_output(&store);
+                    Ok(())
+                }
+            };
+            // Before the store, and with it the body's writer, is dropped.
+            let _ = returned.send(outcome.is_ok());
+            drop(store);
+            outcome
         });
         match answered.await {
-            Ok(Ok(response)) => Ok((response, FrontRun(run.abort_handle()))),
-            Ok(Err(code)) => Err(EventFailure::Trap(format!("the front answered the error {code:?}"))),
-            // The guest returned, trapped or ran out of wall without an answer.
+            Ok(Ok(response)) => {
+                let response = response.map(|inner| FrontBody { inner, ended });
+                Ok((response, FrontRun(run.abort_handle())))
+            }
+            Ok(Err(code)) => {
+                let detail = format!("the front answered the error {code:?}");
+                crate::guest_log::failure(&label, crate::guest_log::FailureKind::Trap, &detail, None);
+                Err(EventFailure::Trap(detail))
+            }
+            // The guest returned, trapped or ran out of wall without an
+            // answer; a trap or the wall was logged where it happened.
             Err(_dropped) => match run.await {
                 Ok(Err(failure)) => Err(failure),
-                Ok(Ok(())) => Err(EventFailure::Trap("the front returned without an answer".into())),
+                Ok(Ok(())) => {
+                    let detail = "the front returned without an answer";
+                    crate::guest_log::failure(&label, crate::guest_log::FailureKind::Trap, detail, None);
+                    Err(EventFailure::Trap(detail.into()))
+                }
                 Err(e) => Err(EventFailure::Trap(format!("the front's task failed: {e}"))),
             },
         }

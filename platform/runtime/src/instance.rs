@@ -8,7 +8,8 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 use crate::bindings::{ActorCore, ActorCorePre};
-use crate::host::{ActorHost, Egress, GuestState, Request, Response};
+use crate::guest_log::GuestLabel;
+use crate::host::{ActorHost, Egress, GuestConfig, GuestState, Request, Response};
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
@@ -16,18 +17,18 @@ use crate::{DeployError, EventFailure};
 pub struct ActorComponent<H: ActorHost> {
     pre: ActorCorePre<GuestState<H>>,
     hash: String,
-    memory_bytes: u64,
+    guest: GuestConfig,
 }
 
 impl<H: ActorHost> ActorComponent<H> {
-    pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, memory_bytes: u64) -> Result<Self, DeployError> {
+    pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, guest: GuestConfig) -> Result<Self, DeployError> {
         let pre = ActorCorePre::new(pre).map_err(|e| {
             DeployError::MissingExport(format!(
                 "the `wasmkeep:actor/events@0.2.0` interface ({})",
                 crate::one_line(&e.to_string())
             ))
         })?;
-        Ok(Self { pre, hash, memory_bytes })
+        Ok(Self { pre, hash, guest })
     }
 
     /// The SHA-256 of the component's bytes.
@@ -37,14 +38,21 @@ impl<H: ActorHost> ActorComponent<H> {
 
     /// A new instance from the pool, holding `host`. Instantiation runs
     /// the component's start code, within the wall that `ends` then.
-    pub async fn instantiate(self: &Arc<Self>, host: H, ends: Instant) -> Result<ActorInstance<H>, EventFailure> {
-        let mut store = wall::guest_store(self.pre.engine(), GuestState::new(host, self.memory_bytes, Egress), ends);
-        let bindings = match tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await {
-            Err(_elapsed) => return Err(EventFailure::Wall),
-            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e)),
+    pub async fn instantiate(
+        self: &Arc<Self>,
+        host: H,
+        label: GuestLabel,
+        ends: Instant,
+    ) -> Result<ActorInstance<H>, EventFailure> {
+        let state = GuestState::new(host, label, &self.guest, Egress);
+        let mut store = wall::guest_store(self.pre.engine(), state, ends);
+        let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
+        let bindings = match instantiated {
             Ok(Ok(bindings)) => bindings,
+            Err(_elapsed) => return Err(EventFailure::Wall.logged(&store)),
+            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e).logged(&store)),
         };
-        store.data_mut().wall_ends = None;
+        wall::stop(&mut store);
         Ok(ActorInstance { store, bindings, component: self.clone() })
     }
 }
@@ -94,11 +102,14 @@ impl<H: ActorHost> ActorInstance<H> {
             })
         };
         let result = tokio::time::timeout_at(timer(ends), run).await;
-        self.store.data_mut().wall_ends = None;
+        wall::stop(&mut self.store);
         match result {
-            Err(_elapsed) => Err(EventFailure::Wall),
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(EventFailure::from_trap(&self.store, &e)),
+            Ok(Ok(answer)) => {
+                wall::log_output(&self.store);
+                Ok(answer)
+            }
+            Err(_elapsed) => Err(EventFailure::Wall.logged(&self.store)),
+            Ok(Err(e)) => Err(EventFailure::from_trap(&self.store, &e).logged(&self.store)),
         }
     }
 }

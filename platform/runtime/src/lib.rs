@@ -4,8 +4,10 @@
 
 mod bindings;
 mod cache;
+mod cpu;
 mod engine;
 mod front;
+mod guest_log;
 mod host;
 mod instance;
 mod wall;
@@ -18,8 +20,10 @@ use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
+pub use cpu::{BUSY_AFTER_TICKS, CpuGate};
 pub use engine::{EngineConfig, TICK};
-pub use front::{FrontBody, FrontComponent, FrontRun};
+pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
+pub use guest_log::GuestLabel;
 pub use host::{
     ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
 };
@@ -44,7 +48,7 @@ pub struct Runtime<A: ActorHost, F: GuestHost> {
     actor_linker: Linker<GuestState<A>>,
     front_linker: Linker<GuestState<F>>,
     cache_dir: Option<PathBuf>,
-    memory_bytes: u64,
+    guest: host::GuestConfig,
     _ticker: Arc<engine::Ticker>,
 }
 
@@ -57,7 +61,8 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let actor_linker = host::actor_linker(&engine).map_err(link)?;
         let front_linker = host::front_linker(&engine).map_err(link)?;
         let ticker = Arc::new(engine::Ticker::start(engine.clone()));
-        Ok(Self { engine, actor_linker, front_linker, cache_dir, memory_bytes: cfg.memory_bytes, _ticker: ticker })
+        let guest = host::GuestConfig { memory_bytes: cfg.memory_bytes, cpu: CpuGate::new(cfg.busy_guests) };
+        Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
 
     /// Compiles (or loads from the cache) an actor component and checks
@@ -65,7 +70,7 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     pub fn load_actor(&self, wasm: &[u8]) -> Result<ActorComponent<A>, DeployError> {
         let component = self.compile(wasm)?;
         let pre = self.actor_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
-        ActorComponent::new(pre, component_hash(wasm), self.memory_bytes)
+        ActorComponent::new(pre, component_hash(wasm), self.guest.clone())
     }
 
     /// Compiles (or loads from the cache) a front component (world
@@ -73,7 +78,7 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     pub fn load_front(&self, wasm: &[u8]) -> Result<FrontComponent<F>, DeployError> {
         let component = self.compile(wasm)?;
         let pre = self.front_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
-        FrontComponent::new(pre, component_hash(wasm), self.memory_bytes)
+        FrontComponent::new(pre, component_hash(wasm), self.guest.clone())
     }
 
     fn compile(&self, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
@@ -83,6 +88,11 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The turns of CPU-bound guests.
+    pub fn cpu_gate(&self) -> &CpuGate {
+        &self.guest.cpu
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::Store;
 
 use crate::host::GuestState;
 
@@ -23,7 +23,8 @@ pub(crate) fn guest_store<H: Send>(
 }
 
 /// Sets the store's epoch callback: past the wall, trap; before it, yield
-/// at each tick so a long computation shares its thread.
+/// at each tick, and take turns once CPU-bound (`cpu`), so that a long
+/// computation shares the node's cores.
 fn arm<H: Send>(store: &mut Store<GuestState<H>>) {
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut ctx| {
@@ -33,7 +34,7 @@ fn arm<H: Send>(store: &mut Store<GuestState<H>>) {
                 state.wall_exceeded = true;
                 Err(wasmtime::format_err!("the wall ended"))
             }
-            _ => Ok(UpdateDeadline::Yield(1)),
+            _ => Ok(state.cpu.tick()),
         }
     });
 }
@@ -43,7 +44,15 @@ pub(crate) fn start<H: Send>(store: &mut Store<GuestState<H>>, ends: Instant) {
     let data = store.data_mut();
     data.wall_ends = Some(ends);
     data.wall_exceeded = false;
+    data.cpu.reset();
     store.set_epoch_deadline(1);
+}
+
+/// Ends the wall: the guest waits for its next event, holding no turn.
+pub(crate) fn stop<H: Send>(store: &mut Store<GuestState<H>>) {
+    let data = store.data_mut();
+    data.wall_ends = None;
+    data.cpu.reset();
 }
 
 /// The timer for a guest blocked in a host call past `ends`; a computing
@@ -63,8 +72,35 @@ pub enum EventFailure {
 }
 
 impl EventFailure {
-    /// Tells a trap caused by the wall from any other.
+    /// Tells a trap caused by the wall from any other; a trap's text is its
+    /// cause alone, on one line (not the wasm backtrace).
     pub(crate) fn from_trap<H>(store: &Store<GuestState<H>>, e: &wasmtime::Error) -> Self {
-        if store.data().wall_exceeded { Self::Wall } else { Self::Trap(format!("{e:?}")) }
+        if store.data().wall_exceeded {
+            Self::Wall
+        } else {
+            Self::Trap(e.root_cause().to_string().lines().next().unwrap_or_default().to_owned())
+        }
     }
+
+    /// Logs this failure of the store's guest, as one line with its
+    /// output, where it happens; returns it.
+    pub(crate) fn logged<H>(self, store: &Store<GuestState<H>>) -> Self {
+        self.log(store);
+        self
+    }
+
+    fn log<H>(&self, store: &Store<GuestState<H>>) {
+        let data = store.data();
+        let (kind, detail) = match self {
+            Self::Wall => (crate::guest_log::FailureKind::Wall, ""),
+            Self::Trap(detail) => (crate::guest_log::FailureKind::Trap, detail.as_str()),
+        };
+        crate::guest_log::failure(&data.label, kind, detail, data.output.take());
+    }
+}
+
+/// Logs what the store's guest printed during an event that went well.
+pub(crate) fn log_output<H>(store: &Store<GuestState<H>>) {
+    let data = store.data();
+    crate::guest_log::output(&data.label, data.output.take());
 }

@@ -11,6 +11,8 @@ mod sockets;
 mod storage;
 mod values;
 
+use crate::cpu::{CpuGate, CpuTurn};
+use crate::guest_log::{GuestLabel, GuestOutput};
 use std::future::Future;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
@@ -84,18 +86,38 @@ pub struct GuestState<H> {
     /// When the current event's wall ends; checked at each epoch tick.
     pub(crate) wall_ends: Option<std::time::Instant>,
     pub(crate) wall_exceeded: bool,
+    /// What the guest printed; logged once per event (`guest_log`).
+    pub(crate) output: GuestOutput,
+    pub(crate) label: GuestLabel,
+    /// Its standing at the node's CPU gate.
+    pub(crate) cpu: CpuTurn,
     pub host: H,
 }
 
+/// What every guest store of a node is given.
+#[derive(Clone)]
+pub(crate) struct GuestConfig {
+    pub memory_bytes: u64,
+    pub cpu: CpuGate,
+}
+
 impl<H> GuestState<H> {
-    pub(crate) fn new(host: H, memory_bytes: u64, egress: Egress) -> Self {
+    pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress) -> Self {
+        let output = GuestOutput::default();
         Self {
-            // Guests write their stdout and stderr to the node's.
-            wasi: WasiCtx::builder().inherit_stdout().inherit_stderr().build(),
+            // A guest's output is kept, not written to the node's own: the
+            // node logs it, a line per event at most.
+            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.clone()).build(),
+            output,
+            label,
+            cpu: CpuTurn::new(config.cpu.clone()),
             http: WasiHttpCtx::new(),
             egress,
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new().memory_size(memory_bytes as usize).trap_on_grow_failure(true).build(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(config.memory_bytes as usize)
+                .trap_on_grow_failure(true)
+                .build(),
             wall_ends: None,
             wall_exceeded: false,
             host,

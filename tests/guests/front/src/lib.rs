@@ -33,6 +33,8 @@ fn handle(req: Request) -> Response {
                 "missing" => keep("x-wasmkeep-handoff-path"),
                 "repeated" => keep("").header("x-wasmkeep-handoff-class", "internal"),
                 "badname" => keep("x-wasmkeep-handoff-name").header("x-wasmkeep-handoff-name", "%FF"),
+                "badescape" => keep("x-wasmkeep-handoff-name").header("x-wasmkeep-handoff-name", "a%zz"),
+                "fragment" => keep("x-wasmkeep-handoff-path").header("x-wasmkeep-handoff-path", "/a?b=1#frag"),
                 _ => keep("x-wasmkeep-handoff-path").header("x-wasmkeep-handoff-path", "no-slash"),
             }
         }

@@ -141,6 +141,11 @@ impl Actor for Probe {
                 None => Response::text(404, "no such value"),
             },
             ("GET", "/address") => Response::text(200, wasmkeep_sdk::address()),
+            ("POST", "/slow-echo") => {
+                // Holds the request (and its body) for `ms`, then answers.
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
+                Response::json(200, &json!({ "body_len": req.body.len() }))
+            }
             ("GET", "/echo") | ("POST", "/echo") => {
                 Response::json(200, &json!({ "method": req.method(), "uri": req.uri, "body_len": req.body.len() }))
             }
@@ -214,6 +219,10 @@ impl Actor for Probe {
     fn on_websocket_open(&mut self, conn: u64, path: String) -> Result<(), String> {
         if path.contains("refuse") {
             return Err(format!("refused by the probe at {path}"));
+        }
+        if let Some(ms) = path.split_once("slowopen=").and_then(|(_, ms)| ms.split('&').next()?.parse().ok()) {
+            // An open that takes its time: the client may leave meanwhile.
+            std::thread::sleep(Duration::from_millis(ms));
         }
         if path.contains("quiet") {
             // Benchmarks open thousands: no record, no welcome.

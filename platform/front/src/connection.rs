@@ -1,0 +1,224 @@
+//! One client connection: hyper's HTTP/1.1 and HTTP/2 with the head
+//! bounded, and a watchdog that closes it when it is idle too long or a
+//! request head takes too long (the rule is `core::connection`). The
+//! connection's admission ticket rides in its I/O, so an upgraded socket
+//! keeps it until it closes.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use wasmkeep_core::Limits;
+use wasmkeep_core::connection::{ConnectionSeen, Verdict, verdict};
+
+use crate::HttpResponse;
+use crate::listener::Ticket;
+use crate::server::PublicPort;
+
+/// After a graceful close begins, how long the connection may take to end.
+const CLOSING: Duration = Duration::from_secs(5);
+
+/// What the watchdog reads; the I/O and the service write it.
+pub(crate) struct Activity {
+    accepted: Instant,
+    in_flight: AtomicUsize,
+    /// Milliseconds since `accepted` when the last request ended.
+    idle_since_ms: AtomicU64,
+    /// One more than the milliseconds since `accepted` when the next head
+    /// began; 0 when none has.
+    head_started_ms: AtomicU64,
+    http2: AtomicBool,
+    /// Read once: whether the first bytes were the HTTP/2 preface.
+    first_read: AtomicBool,
+    head_began: Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            accepted: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+            head_started_ms: AtomicU64::new(0),
+            http2: AtomicBool::new(false),
+            first_read: AtomicBool::new(true),
+            head_began: Notify::new(),
+        }
+    }
+
+    fn since_accepted_ms(&self) -> u64 {
+        self.accepted.elapsed().as_millis() as u64
+    }
+
+    fn bytes_read(&self, bytes: &[u8]) {
+        if self.first_read.swap(false, Ordering::Relaxed) && bytes.starts_with(b"PRI * HTTP/2.0") {
+            self.http2.store(true, Ordering::Relaxed);
+        }
+        if self.http2.load(Ordering::Relaxed) || self.in_flight.load(Ordering::Relaxed) > 0 {
+            return;
+        }
+        let now = self.since_accepted_ms() + 1;
+        if self.head_started_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            self.head_began.notify_one();
+        }
+    }
+
+    /// A request began: held until its answer is written (or dropped).
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.head_started_ms.store(0, Ordering::Relaxed);
+        InFlight(self.clone())
+    }
+
+    fn seen(&self) -> ConnectionSeen {
+        let head = self.head_started_ms.load(Ordering::Relaxed);
+        ConnectionSeen {
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            idle_since: Duration::from_millis(self.idle_since_ms.load(Ordering::Relaxed)),
+            head_started: (head > 0).then(|| Duration::from_millis(head - 1)),
+        }
+    }
+}
+
+/// One request in flight on a connection.
+pub(crate) struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let activity = &self.0;
+        activity.idle_since_ms.store(activity.since_accepted_ms(), Ordering::Relaxed);
+        activity.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The connection's socket, telling the watchdog when bytes come and
+    /// holding the connection's ticket for as long as the socket lives.
+    pub(crate) struct Watched {
+        #[pin]
+        stream: TcpStream,
+        activity: Arc<Activity>,
+        ticket: Ticket,
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let polled = this.stream.poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled
+            && buf.filled().len() > before
+        {
+            this.activity.bytes_read(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().stream.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().stream.poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// The HTTP server for the port's connections, its head bounded.
+pub(crate) fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        // The watchdog bounds the head's time; hyper bounds its size (the
+        // read buffer holds the head).
+        .header_read_timeout(None)
+        .max_buf_size(limits.head_bytes as usize);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(limits.head_bytes).max_concurrent_streams(100);
+    builder
+}
+
+/// Serves one accepted connection until it ends, is idle too long, or
+/// takes too long over a head.
+pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Ticket) {
+    let _ = stream.set_nodelay(true);
+    let client = ticket.client();
+    let activity = Arc::new(Activity::new());
+    let io = Watched { stream, activity: activity.clone(), ticket };
+    let limits = port.node.limits().clone();
+    let service = {
+        let activity = activity.clone();
+        service_fn(move |request: http::Request<Incoming>| {
+            let port = port.clone();
+            let in_flight = activity.begin();
+            async move {
+                let response = port.handle(request, client).await;
+                Ok::<_, std::convert::Infallible>(hold_until_written(response, in_flight))
+            }
+        })
+    };
+    let builder = builder(&limits);
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let mut connection = std::pin::pin!(connection);
+    loop {
+        let now = activity.accepted.elapsed();
+        let at = match verdict(activity.seen(), now, limits.header_read(), limits.keepalive_idle()) {
+            Verdict::LookAgainAt(at) => at,
+            Verdict::SlowHead => {
+                tracing::debug!(%client, "a request head took too long; connection dropped");
+                return;
+            }
+            Verdict::Idle => {
+                connection.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(CLOSING, connection.as_mut()).await;
+                return;
+            }
+        };
+        let wake = tokio::time::Instant::from_std(activity.accepted + at);
+        tokio::select! {
+            ended = connection.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!("connection ended: {e}");
+                }
+                return;
+            }
+            () = tokio::time::sleep_until(wake) => {}
+            () = activity.head_began.notified() => {}
+        }
+    }
+}
+
+/// The answer's body holds the request in flight until hyper has written
+/// it whole (or dropped it).
+fn hold_until_written(response: HttpResponse, in_flight: InFlight) -> HttpResponse {
+    let (parts, body) = response.into_parts();
+    http::Response::from_parts(parts, crate::body::Holding::boxed(body, Box::new(in_flight)))
+}

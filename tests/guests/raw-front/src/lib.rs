@@ -1,0 +1,101 @@
+//! A front on `wasi:http` itself, for what a whole-body SDK cannot show:
+//! `/trailers` answers the names of the request's trailers; `/drip?ms=N`
+//! streams a body 1 KiB every N ms, never ending (`&len=1` declares a
+//! Content-Length of 1 MiB); `/upload` reads the whole body and answers its
+//! length.
+
+use std::time::Duration;
+
+use wasip2::http::types::{
+    Fields, IncomingBody, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
+};
+use wasip2::io::streams::StreamError;
+
+struct RawFront;
+
+fn param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v.to_owned()))
+}
+
+fn answer(out: ResponseOutparam, status: u16, headers: &[(&str, String)], body: &[u8]) {
+    let fields = Fields::new();
+    for (n, v) in headers {
+        let _ = fields.append(n, v.as_bytes());
+    }
+    let response = OutgoingResponse::new(fields);
+    let _ = response.set_status_code(status);
+    let outgoing = response.body().unwrap();
+    ResponseOutparam::set(out, Ok(response));
+    {
+        let stream = outgoing.write().unwrap();
+        for chunk in body.chunks(4096) {
+            stream.blocking_write_and_flush(chunk).unwrap();
+        }
+    }
+    OutgoingBody::finish(outgoing, None).unwrap();
+}
+
+/// Reads the body whole; its length and its trailers' names.
+fn read_all(request: IncomingRequest) -> (u64, Vec<String>) {
+    let body = request.consume().unwrap();
+    let mut len = 0u64;
+    {
+        let stream = body.stream().unwrap();
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => len += chunk.len() as u64,
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(_)) => return (len, vec!["<failed>".into()]),
+            }
+        }
+    }
+    let trailers = IncomingBody::finish(body);
+    trailers.subscribe().block();
+    let names = match trailers.get() {
+        Some(Ok(Ok(Some(t)))) => t.entries().into_iter().map(|(n, _)| n).collect(),
+        _ => vec![],
+    };
+    (len, names)
+}
+
+impl wasip2::exports::http::incoming_handler::Guest for RawFront {
+    fn handle(request: IncomingRequest, out: ResponseOutparam) {
+        let uri = request.path_with_query().unwrap_or_default();
+        let (path, query) = uri.split_once('?').unwrap_or((&uri, ""));
+        match path {
+            "/trailers" => {
+                let (_, names) = read_all(request);
+                answer(out, 200, &[], names.join(",").as_bytes());
+            }
+            "/upload" => {
+                let (len, _) = read_all(request);
+                answer(out, 200, &[], len.to_string().as_bytes());
+            }
+            "/drip" => {
+                let ms: u64 = param(query, "ms").and_then(|v| v.parse().ok()).unwrap_or(100);
+                let headers = match param(query, "len") {
+                    Some(_) => vec![("content-length", (1u64 << 20).to_string())],
+                    None => vec![],
+                };
+                let fields = Fields::new();
+                for (n, v) in &headers {
+                    let _ = fields.append(n, v.as_bytes());
+                }
+                let response = OutgoingResponse::new(fields);
+                let outgoing = response.body().unwrap();
+                ResponseOutparam::set(out, Ok(response));
+                let stream = outgoing.write().unwrap();
+                let chunk = [b'd'; 1024];
+                loop {
+                    if stream.blocking_write_and_flush(&chunk).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+            }
+            _ => answer(out, 404, &[], b"no such path"),
+        }
+    }
+}
+
+wasip2::http::proxy::export!(RawFront with_types_in wasip2);
