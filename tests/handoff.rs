@@ -8,7 +8,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use wasmkeep_actors::VersionSpec;
-use wasmkeep_tests::{Answer, TestNode, enc, eventually, guests, probe_classes, test_limits};
+use wasmkeep_tests::{Answer, TestNode, enc, eventually, guests, probe_classes, test_limits, upgrade_and_leave};
 
 async fn node() -> TestNode {
     let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
@@ -217,4 +217,36 @@ async fn a_hand_off_past_the_socket_bounds_is_503_retry_after_5() {
     let a = upgrade(&n, "/ws/internal/small", &[]).await;
     assert_eq!((a.status, a.header("retry-after")), (503, Some("5")), "{}", a.body);
     assert_eq!(n.node.metrics().front_requests.get("handoff"), 2, "the front handed off; the open was refused");
+}
+
+async fn recorded(n: &TestNode, actor: &str, what: &str) -> Vec<String> {
+    let call = n.get(&format!("/call?to={}&path=/{what}", enc(actor))).await.json();
+    serde_json::from_str(call["body"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_client_leaving_while_a_handed_off_socket_opens_leaves_nothing_behind() {
+    let limits = wasmkeep_core::Limits { sockets_per_actor: 2, ..test_limits() };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(limits, spec).await;
+    // The first open (1.5 s) runs after its client left; the second waits
+    // behind it, and its client is gone before it runs.
+    let path = format!("/ws/internal/room?path={}", enc("/ws?slowopen=1500"));
+    let leave = || upgrade_and_leave(&n, &path, Duration::from_millis(300));
+    tokio::join!(leave(), leave());
+    assert!(eventually(Duration::from_secs(10), || n.node.open_sockets() == 0).await, "no entry is left");
+    assert!(eventually(Duration::from_secs(5), || n.node.front_slots_in_use() == 0).await);
+    let mut closes = Vec::new();
+    for _ in 0..100 {
+        closes = recorded(&n, "internal/room", "closes").await;
+        if !closes.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(closes, vec!["1 1006 ".to_owned()], "the accepted open hears its close, as inside");
+    assert_eq!(recorded(&n, "internal/room", "opened").await.len(), 1, "the abandoned second open never ran");
+    // Both places are free.
+    let _a = hand_off_socket(&n, "room").await;
+    let _b = hand_off_socket(&n, "room").await;
 }

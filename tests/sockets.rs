@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::Limits;
-use wasmkeep_tests::{TestNode, eventually, probe_classes, test_limits};
+use wasmkeep_tests::{TestNode, eventually, probe_classes, test_limits, upgrade_and_leave};
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -252,21 +252,32 @@ async fn a_message_over_the_limit_always_reaches_the_client_as_1009_not_a_reset(
             }
         };
         assert_eq!(close, 1009, "round {round}");
+        // The close handshake ends cleanly: the node read the rest and the
+        // client's reply before it closed, so no reset follows.
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("the connection ends") {
+                None | Some(Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed)) => break,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => panic!("round {round}: the connection was reset after the close: {e}"),
+            }
+        }
     }
 }
 
-/// An upgrade sent by hand on a raw connection, which the test then drops.
-async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) {
-    use tokio::io::AsyncWriteExt;
-    let addr = n.url.trim_start_matches("http://");
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
-         sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-    );
-    tcp.write_all(head.as_bytes()).await.unwrap();
-    tokio::time::sleep(leave_after).await;
-    drop(tcp);
+#[tokio::test]
+async fn an_open_answered_but_never_read_is_closed_for_the_actor() {
+    use futures_util::FutureExt;
+    let n = node(test_limits()).await;
+    let target = wasmkeep_core::RawAddress::split("open/room").unwrap();
+    // The client's side polls once (the open is posted), then stops
+    // reading: the actor answers into a wait nobody reads any more.
+    let mut opening = Box::pin(n.node.open_socket(n.app, target, false, "/ws".into()));
+    assert!((&mut opening).now_or_never().is_none());
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 1).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(opening);
+    assert_eq!(n.node.open_sockets(), 0, "the socket no client holds is gone");
+    assert_eq!(closes(&n, "open/room").await, vec!["1 1006 ".to_owned()], "and its actor heard it close");
 }
 
 #[tokio::test]

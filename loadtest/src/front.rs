@@ -47,7 +47,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     command.arg(&wasm);
     let listening = format!("127.0.0.1:{port}");
-    if wanted("wasmtime") {
+    if wanted("wasmtime") && !wasmtime.is_file() {
+        eprintln!("front: {} is missing: measuring without wasmtime serve", wasmtime.display());
+    } else if wanted("wasmtime") {
         let server = load::spawn(command, |l| l.contains("Serving HTTP").then(|| listening.clone()))?;
         servers.push(("wasmtime serve", server));
     }
@@ -76,6 +78,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let summary = stats::summarize(samples.clone());
         println!("  {name:15} {rps:>8.0} requests/s, {errors} errors; latency {summary}");
         p50s.push(summary.p50);
+    }
+    let rps = |name: &str| servers.iter().position(|(n, _)| *n == name).map(|i| results[i].0);
+    if let (Some(ours), Some(hyper), None) = (rps("wasmkeep"), rps("hyper hello"), rps("wasmtime serve")) {
+        println!("  wasmkeep / hyper hello: {:.2}x the requests/s", ours / hyper);
     }
     if servers.len() < 3 {
         return Ok(());

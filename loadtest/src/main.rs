@@ -12,6 +12,8 @@
 //! target/release/wasmkeep-loadtest front         # a trivial front vs wasmtime serve vs hyper
 //! target/release/wasmkeep-loadtest sockets-broadcast  # 64 bytes to a room's 1,000 sockets vs the raw floor
 //! target/release/wasmkeep-loadtest sockets-memory     # node RSS per parked socket over 10,000
+//! target/release/wasmkeep-loadtest isolation          # an actor's p99 alone vs beside 2 and 4 looping guests
+//! target/release/wasmkeep-loadtest memory-burst       # node RSS before, at and after 64 bodies of 15 MiB
 //! ```
 
 mod call;
@@ -19,8 +21,11 @@ mod call_many;
 mod front;
 mod http_events;
 mod instantiate;
+mod isolation;
 mod load;
+mod memory_burst;
 mod probe_node;
+mod probe_process;
 mod sockets;
 mod stats;
 mod wake;
@@ -44,7 +49,9 @@ fn main() -> ExitCode {
             "hello-server" => front::hello_server(),
         "sockets-broadcast" => sockets::broadcast(rest),
         "sockets-memory" => sockets::memory(rest),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory [--flag value]..."
+        "isolation" => isolation::run(rest),
+        "memory-burst" => memory_burst::run(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|memory-burst [--flag value]..."
                 .to_string()),
         };
     match result {

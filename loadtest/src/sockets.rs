@@ -17,21 +17,9 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{Notify, mpsc};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::{flag, load, stats};
+use crate::{flag, probe_process, stats};
 
 /// Starts `wasmkeep dev` serving the probe as class `open`, with `limits`.
-fn node(limits: &str) -> Result<(load::Server, tempfile::TempDir), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    std::fs::write(dir.path().join("probe.wasm"), &wasmkeep_tests::guests().probe).map_err(|e| e.to_string())?;
-    let manifest = "name = \"sockets\"\n[classes.open]\naccess = \"open\"\ncomponent = \"probe.wasm\"\n";
-    std::fs::write(dir.path().join("wasmkeep.toml"), manifest).map_err(|e| e.to_string())?;
-    std::fs::write(dir.path().join("limits.toml"), limits).map_err(|e| e.to_string())?;
-    let mut command = std::process::Command::new(load::wasmkeep_bin()?);
-    command.arg("dev").arg(dir.path()).args(["--listen", "127.0.0.1:0", "--no-watch", "--data"]);
-    command.arg(dir.path().join(".data")).arg("--limits").arg(dir.path().join("limits.toml"));
-    Ok((load::spawn(command, load::wasmkeep_addr)?, dir))
-}
-
 /// Clients that count the messages they receive.
 struct Clients {
     senders: Vec<futures_util::stream::SplitSink<Ws, Message>>,
@@ -123,7 +111,7 @@ async fn raw_server() -> Result<String, String> {
 pub fn broadcast(args: &[String]) -> Result<(), String> {
     let n: usize = flag(args, "--n", 30)?;
     let sockets: usize = flag(args, "--sockets", 1000)?;
-    let (server, _dir) = node("")?;
+    let (server, _dir) = probe_process::start("sockets", "")?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let payload = format!("all:{}", "x".repeat(64));
@@ -146,19 +134,10 @@ pub fn broadcast(args: &[String]) -> Result<(), String> {
     })
 }
 
-fn rss_kib(pid: u32) -> Result<u64, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| "no VmRSS".to_owned())
-}
-
 pub fn memory(args: &[String]) -> Result<(), String> {
     let sockets: usize = flag(args, "--sockets", 10_000)?;
     let rooms = sockets.div_ceil(1000);
-    let (server, _dir) = node("idle_secs = 0.5\n")?;
+    let (server, _dir) = probe_process::start("sockets", "idle_secs = 0.5\nmax_connections_per_client = 20000\n")?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         // Wake and park every room once, so what grows is the sockets.
@@ -167,7 +146,7 @@ pub fn memory(args: &[String]) -> Result<(), String> {
             clients(&url, 1).await?.close().await;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let before = rss_kib(server.pid())?;
+        let before = probe_process::rss_kib(server.pid())?;
         let mut held = Vec::new();
         for r in 0..rooms {
             let url = format!("ws://{}/actor/open/room{r}/ws?quiet", server.addr);
@@ -175,7 +154,7 @@ pub fn memory(args: &[String]) -> Result<(), String> {
         }
         // Every room hibernates with its sockets open: parked.
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let after = rss_kib(server.pid())?;
+        let after = probe_process::rss_kib(server.pid())?;
         println!("sockets memory: {sockets} parked sockets on {rooms} rooms, node RSS {before} KiB -> {after} KiB");
         println!("  per parked socket: {:.2} KiB", (after.saturating_sub(before)) as f64 / sockets as f64);
         for h in held {

@@ -209,3 +209,18 @@ pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool
     }
     cond()
 }
+
+/// A WebSocket upgrade sent by hand on a raw connection, which is dropped
+/// after `leave_after`, whatever the node answered by then.
+pub async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) {
+    use tokio::io::AsyncWriteExt;
+    let addr = n.url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
+         sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(leave_after).await;
+    drop(tcp);
+}

@@ -4,6 +4,7 @@ mod build;
 mod config;
 mod dev;
 mod manifest;
+mod memory;
 mod reload;
 
 use std::process::ExitCode;
@@ -37,6 +38,7 @@ enum Command {
 
 fn main() -> ExitCode {
     quiet_error_backtraces();
+    memory::tune_allocator();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into()),
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    memory::start_trimming();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("starting tokio");
     let result = runtime.block_on(async {
         match cli.command {

@@ -63,39 +63,85 @@ impl From<BodyError> for HttpError {
 }
 
 /// A client's request body under the port's rules.
+///
+/// A body of declared length takes its whole share of the budget before
+/// its first byte is read, so bodies never hold part of the budget while
+/// waiting for the rest of it (which, with many at once, would stall them
+/// all); a chunked body takes its share frame by frame. The time a body
+/// waits for the budget is at most the grace in all, and does not count
+/// against its pace: the wait is the node's, not the client's.
 pub(crate) struct Paced {
     inner: Incoming,
     started: tokio::time::Instant,
     received: u64,
+    /// Bytes of the budget taken ahead of the frames (a declared length).
+    reserved: u64,
     limits: Arc<Limits>,
     budget: Arc<Semaphore>,
     held: Held,
     timer: Pin<Box<tokio::time::Sleep>>,
-    /// A frame waiting for its share of the budget.
-    waiting: Option<(Frame<Bytes>, BoxFuture<'static, Option<OwnedSemaphorePermit>>)>,
+    /// A wait for the budget: the frame it is for (none for the up-front
+    /// share), and since when.
+    waiting: Option<Waiting>,
+    /// How long this body has waited for the budget so far.
+    waited: std::time::Duration,
     failed: bool,
+}
+
+struct Waiting {
+    frame: Option<Frame<Bytes>>,
+    units: u64,
+    acquire: BoxFuture<'static, Option<OwnedSemaphorePermit>>,
+    since: tokio::time::Instant,
 }
 
 impl Paced {
     pub(crate) fn new(inner: Incoming, limits: Arc<Limits>, budget: &BodyBudget, held: Held) -> Self {
         let started = tokio::time::Instant::now();
         let timer = Box::pin(tokio::time::sleep_until(started + limits.body_allowance(0)));
-        Self {
+        let declared = inner.size_hint().exact().filter(|n| *n > 0);
+        let mut paced = Self {
             inner,
             started,
             received: 0,
+            reserved: 0,
             limits,
             budget: budget.0.clone(),
             held,
             timer,
             waiting: None,
+            waited: std::time::Duration::ZERO,
             failed: false,
+        };
+        if let Some(length) = declared {
+            paced.take_budget(None, length);
         }
+        paced
     }
 
     fn fail(&mut self, e: BodyError) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         self.failed = true;
         Poll::Ready(Some(Err(e)))
+    }
+
+    /// Takes `bytes` of the budget now, or starts waiting for them; the
+    /// frame is given out once they are taken.
+    fn take_budget(&mut self, frame: Option<Frame<Bytes>>, bytes: u64) -> Option<Frame<Bytes>> {
+        let units = bytes.div_ceil(UNIT).min(Semaphore::MAX_PERMITS as u64);
+        if let Ok(permit) = self.budget.clone().try_acquire_many_owned(units as u32) {
+            self.held.add(permit);
+            if frame.is_none() {
+                self.reserved = units * UNIT;
+            }
+            return frame;
+        }
+        let budget = self.budget.clone();
+        let acquire = Box::pin(async move { budget.acquire_many_owned(units as u32).await.ok() });
+        let now = tokio::time::Instant::now();
+        let left = self.limits.body_grace().saturating_sub(self.waited);
+        self.timer.as_mut().reset(now + left);
+        self.waiting = Some(Waiting { frame, units, acquire, since: now });
+        None
     }
 }
 
@@ -109,16 +155,25 @@ impl Body for Paced {
             return Poll::Ready(None);
         }
         loop {
-            if let Some((_, acquire)) = this.waiting.as_mut() {
-                match acquire.as_mut().poll(cx) {
+            if let Some(waiting) = this.waiting.as_mut() {
+                match waiting.acquire.as_mut().poll(cx) {
                     Poll::Ready(Some(permit)) => {
                         this.held.add(permit);
-                        let (frame, _) = this.waiting.take().expect("a frame waits");
-                        return Poll::Ready(Some(Ok(frame)));
+                        let waiting = this.waiting.take().expect("a wait");
+                        let waited = waiting.since.elapsed();
+                        this.waited += waited;
+                        this.started += waited;
+                        if waiting.frame.is_none() {
+                            this.reserved = waiting.units * UNIT;
+                        }
+                        this.timer.as_mut().reset(this.started + this.limits.body_allowance(this.received));
+                        if let Some(frame) = waiting.frame {
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                        continue;
                     }
                     Poll::Ready(None) => return this.fail(BodyError::NodeFull),
                     Poll::Pending => {
-                        // The wait for the budget is within the body's pace.
                         return match this.timer.as_mut().poll(cx) {
                             Poll::Ready(()) => this.fail(BodyError::NodeFull),
                             Poll::Pending => Poll::Pending,
@@ -141,26 +196,22 @@ impl Body for Paced {
             this.received += len;
             let ends = this.started + this.limits.body_allowance(this.received);
             this.timer.as_mut().reset(ends);
-            let units = len.div_ceil(UNIT) as u32;
-            if units == 0 {
+            // What the up-front share does not cover (a chunked body, or one
+            // longer than it said) is taken as it comes.
+            let covered = len.min(this.reserved);
+            this.reserved -= covered;
+            if len == covered {
                 return Poll::Ready(Some(Ok(frame)));
             }
-            match this.budget.clone().try_acquire_many_owned(units) {
-                Ok(permit) => {
-                    this.held.add(permit);
-                    return Poll::Ready(Some(Ok(frame)));
-                }
-                Err(_) => {
-                    let budget = this.budget.clone();
-                    let acquire = Box::pin(async move { budget.acquire_many_owned(units).await.ok() });
-                    this.waiting = Some((frame, acquire));
-                }
+            if let Some(frame) = this.take_budget(Some(frame), len - covered) {
+                return Poll::Ready(Some(Ok(frame)));
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.waiting.is_none() && (self.failed || self.inner.is_end_stream())
+        let frame_waits = self.waiting.as_ref().is_some_and(|w| w.frame.is_some());
+        !frame_waits && (self.failed || self.inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {

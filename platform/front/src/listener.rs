@@ -83,13 +83,14 @@ struct AcceptFailures {
 }
 
 impl AcceptFailures {
-    fn failed(&mut self, e: &std::io::Error) {
+    /// Counts a failure at `now`; the count to report, when it is time.
+    fn failed(&mut self, now: Instant) -> Option<u64> {
         self.since += 1;
-        if self.last_logged.is_none_or(|t| t.elapsed() >= LOG_EVERY) {
-            tracing::warn!("accept failed ({} times since the last report): {e}", self.since);
-            self.last_logged = Some(Instant::now());
-            self.since = 0;
+        if self.last_logged.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
+            return None;
         }
+        self.last_logged = Some(now);
+        Some(std::mem::take(&mut self.since))
     }
 }
 
@@ -111,7 +112,9 @@ pub(crate) async fn accept_loop<F, Fut>(
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
-                    failures.failed(&e);
+                    if let Some(times) = failures.failed(Instant::now()) {
+                        tracing::warn!("accept failed ({times} times since the last report): {e}");
+                    }
                     // Out of descriptors: give the node a moment to close some.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -151,6 +154,18 @@ pub fn raise_descriptor_limit() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_failures_are_reported_once_per_interval_with_their_count() {
+        let mut failures = AcceptFailures { last_logged: None, since: 0 };
+        let t0 = Instant::now();
+        assert_eq!(failures.failed(t0), Some(1), "the first is reported at once");
+        for i in 1..200 {
+            assert_eq!(failures.failed(t0 + Duration::from_millis(i * 50)), None);
+        }
+        assert_eq!(failures.failed(t0 + LOG_EVERY), Some(200), "then the count, once per interval");
+        assert_eq!(failures.failed(t0 + LOG_EVERY + Duration::from_secs(1)), None);
+    }
 
     #[tokio::test]
     async fn tickets_are_bounded_in_all_and_per_client() {

@@ -19,8 +19,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{Error, Message};
 use wasmkeep_actors::{Node, Outgoing, SocketMessage, SocketQueue};
 
-/// A socket's read buffer: small, as most sockets of a node are idle.
-const READ_BUFFER: usize = 4 * 1024;
+/// A socket's read buffer: small, as most sockets of a node are idle (a
+/// larger message takes more reads, not more memory per idle socket).
+const READ_BUFFER: usize = 2 * 1024;
 /// After its close, how long the host reads what a client still sends.
 const DRAIN_AT_MOST: Duration = Duration::from_secs(2);
 /// A pause this long in what the client sends ends the reading early (a

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::cpu::CpuGate;
+
 /// How often the epoch advances. An event's wall is checked at each tick,
 /// and a guest that computes past a tick yields to other tasks, so one
 /// busy guest never holds a runtime thread for long.
@@ -62,7 +64,8 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    pub(crate) fn start(engine: Engine) -> Self {
+    /// Each tick also ends the CPU gate's turns (`cpu`).
+    pub(crate) fn start(engine: Engine, gate: CpuGate) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::Builder::new()
@@ -70,6 +73,7 @@ impl Ticker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(TICK);
+                    gate.end_turns();
                     engine.increment_epoch();
                 }
             })

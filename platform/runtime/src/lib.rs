@@ -60,8 +60,8 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let link = |e: wasmtime::Error| anyhow::anyhow!("linking the host: {e}");
         let actor_linker = host::actor_linker(&engine).map_err(link)?;
         let front_linker = host::front_linker(&engine).map_err(link)?;
-        let ticker = Arc::new(engine::Ticker::start(engine.clone()));
         let guest = host::GuestConfig { memory_bytes: cfg.memory_bytes, cpu: CpuGate::new(cfg.busy_guests) };
+        let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone()));
         Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
 

@@ -48,11 +48,9 @@ pub(crate) fn start<H: Send>(store: &mut Store<GuestState<H>>, ends: Instant) {
     store.set_epoch_deadline(1);
 }
 
-/// Ends the wall: the guest waits for its next event, holding no turn.
+/// Ends the wall: the guest waits for its next event.
 pub(crate) fn stop<H: Send>(store: &mut Store<GuestState<H>>) {
-    let data = store.data_mut();
-    data.wall_ends = None;
-    data.cpu.reset();
+    store.data_mut().wall_ends = None;
 }
 
 /// The timer for a guest blocked in a host call past `ends`; a computing
