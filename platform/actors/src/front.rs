@@ -46,17 +46,21 @@ pub struct FrontHost {
     started: Instant,
     chain: Chain,
     _slot: InstanceLease,
+    /// What the port holds for as long as the slot (the client's share).
+    _with_slot: Box<dyn std::any::Any + Send>,
 }
 
 impl Node {
     /// Serves one request with the app's front: waits for a slot (at most
-    /// the slot wait), then runs a fresh instance under the request's wall.
+    /// the slot wait), then runs a fresh instance under the request's wall;
+    /// `with_slot` is held as long as the slot.
     /// Answers the front's answer as soon as its head is set, with the
     /// instance still running (writing the body) to stop if need be.
     pub async fn serve_front<B>(
         &self,
         app: AppId,
         request: http::Request<B>,
+        with_slot: Box<dyn std::any::Any + Send>,
     ) -> Result<(http::Response<FrontBody>, FrontRun), FrontError>
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -67,8 +71,15 @@ impl Node {
         let entry = node.app(app).ok_or(FrontError::NoSuchApp)?;
         let front = entry.active().and_then(|v| v.front.clone()).ok_or(FrontError::NoFront)?;
         let slot = node.front_slots.lease(node.limits.front_slot_wait()).await.ok_or(FrontError::Busy)?;
-        let host =
-            FrontHost { node: node.clone(), app, values: entry.values(), started, chain: Chain::new(), _slot: slot };
+        let host = FrontHost {
+            node: node.clone(),
+            app,
+            values: entry.values(),
+            started,
+            chain: Chain::new(),
+            _slot: slot,
+            _with_slot: with_slot,
+        };
         let label = GuestLabel { app: entry.label.clone(), guest: "_front".into() };
         // The runtime logs a failure, one line, where it happens.
         front.handle(host, label, request, started + node.limits.front_wall()).await.map_err(|f| match f {

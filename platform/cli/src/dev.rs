@@ -40,6 +40,10 @@ pub struct DevArgs {
     /// Redeploy only on SIGHUP, not when the app's sources change.
     #[arg(long)]
     pub no_watch: bool,
+    /// Open connections the public port keeps, sockets included (over the
+    /// limits file's `max_connections`; 0: the descriptor limit less 1,024).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u32>,
 }
 
 /// The components of an app, each cargo project built once.
@@ -91,7 +95,10 @@ pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, 
 pub async fn run(args: DevArgs) -> Result<(), String> {
     let sources = reload::fingerprint(&args.app_dir);
     let manifest = manifest::load(&args.app_dir)?;
-    let limits = config::limits(args.limits.as_deref())?;
+    let mut limits = config::limits(args.limits.as_deref())?;
+    if let Some(n) = args.max_connections {
+        limits.max_connections = n;
+    }
     let spec = version_spec(&manifest, &args.app_dir)?;
 
     let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));

@@ -1,7 +1,10 @@
 //! When the public port closes a connection that is not doing its share:
-//! an idle one (no request in flight past the keep-alive idle time) and a
+//! an idle one (no request in flight past the keep-alive idle time), a
 //! slow one (a request head begun and not finished within the head read
-//! time). Pure: the port's watchdog passes `now` and what it saw.
+//! time), and a stalled one (requests in flight, yet no byte read or
+//! written for longer than any answer may take to start: a client that
+//! does not read its answers). Pure: the port's watchdog passes `now` and
+//! what it saw.
 
 use std::time::Duration;
 
@@ -16,6 +19,20 @@ pub struct ConnectionSeen {
     /// When the first byte of the next request head arrived, if one did
     /// (HTTP/1.1 only: HTTP/2 frames between requests are not heads).
     pub head_started: Option<Duration>,
+    /// When a byte was last read from or written to the connection.
+    pub last_io: Duration,
+    /// Whether an answer's bytes wait for the client to take them.
+    pub writing: bool,
+}
+
+/// The times the rule applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionTimes {
+    pub header_read: Duration,
+    pub keepalive_idle: Duration,
+    /// With requests in flight, the longest the connection may go without
+    /// a byte either way.
+    pub stalled: Duration,
 }
 
 /// What the watchdog does now.
@@ -27,19 +44,24 @@ pub enum Verdict {
     Idle,
     /// A head took too long: drop it.
     SlowHead,
+    /// Requests in flight, and nothing moved for too long: drop it.
+    Stalled,
 }
 
 /// The rule, at `now` (time since the connection was accepted).
-pub fn verdict(seen: ConnectionSeen, now: Duration, header_read: Duration, keepalive_idle: Duration) -> Verdict {
-    if seen.in_flight > 0 {
-        // A request's own pace is its body's and its wall's business.
-        return Verdict::LookAgainAt(now + keepalive_idle);
+pub fn verdict(seen: ConnectionSeen, now: Duration, times: ConnectionTimes) -> Verdict {
+    if seen.in_flight > 0 || seen.writing {
+        // A request's own pace is its body's and its wall's business; a
+        // connection where nothing moves at all is the client's.
+        let ends = seen.last_io + times.stalled;
+        return if now >= ends { Verdict::Stalled } else { Verdict::LookAgainAt(ends) };
     }
     if let Some(started) = seen.head_started {
-        let ends = started + header_read;
+        let ends = started + times.header_read;
         return if now >= ends { Verdict::SlowHead } else { Verdict::LookAgainAt(ends) };
     }
-    let ends = seen.idle_since + keepalive_idle;
+    // Idle since the last answer ended and its last byte went out.
+    let ends = seen.idle_since.max(seen.last_io) + times.keepalive_idle;
     if now >= ends { Verdict::Idle } else { Verdict::LookAgainAt(ends) }
 }
 
@@ -47,39 +69,65 @@ pub fn verdict(seen: ConnectionSeen, now: Duration, header_read: Duration, keepa
 mod tests {
     use super::*;
 
-    const HEAD: Duration = Duration::from_secs(10);
-    const IDLE: Duration = Duration::from_secs(30);
+    const TIMES: ConnectionTimes = ConnectionTimes {
+        header_read: Duration::from_secs(10),
+        keepalive_idle: Duration::from_secs(30),
+        stalled: Duration::from_secs(90),
+    };
 
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
     }
 
     fn seen(in_flight: usize, idle_since: u64, head_started: Option<u64>) -> ConnectionSeen {
-        ConnectionSeen { in_flight, idle_since: s(idle_since), head_started: head_started.map(s) }
+        ConnectionSeen {
+            in_flight,
+            idle_since: s(idle_since),
+            head_started: head_started.map(s),
+            last_io: s(0),
+            writing: false,
+        }
     }
 
     #[test]
     fn an_idle_connection_closes_after_the_idle_time() {
-        assert_eq!(verdict(seen(0, 0, None), s(29), HEAD, IDLE), Verdict::LookAgainAt(s(30)));
-        assert_eq!(verdict(seen(0, 0, None), s(30), HEAD, IDLE), Verdict::Idle);
+        assert_eq!(verdict(seen(0, 0, None), s(29), TIMES), Verdict::LookAgainAt(s(30)));
+        assert_eq!(verdict(seen(0, 0, None), s(30), TIMES), Verdict::Idle);
         // Idle counts from the last answer, not from the accept.
-        assert_eq!(verdict(seen(0, 100, None), s(120), HEAD, IDLE), Verdict::LookAgainAt(s(130)));
-        assert_eq!(verdict(seen(0, 100, None), s(131), HEAD, IDLE), Verdict::Idle);
+        assert_eq!(verdict(seen(0, 100, None), s(120), TIMES), Verdict::LookAgainAt(s(130)));
+        assert_eq!(verdict(seen(0, 100, None), s(131), TIMES), Verdict::Idle);
     }
 
     #[test]
     fn a_begun_head_has_the_head_time_from_its_first_byte() {
-        assert_eq!(verdict(seen(0, 0, Some(5)), s(14), HEAD, IDLE), Verdict::LookAgainAt(s(15)));
-        assert_eq!(verdict(seen(0, 0, Some(5)), s(15), HEAD, IDLE), Verdict::SlowHead);
+        assert_eq!(verdict(seen(0, 0, Some(5)), s(14), TIMES), Verdict::LookAgainAt(s(15)));
+        assert_eq!(verdict(seen(0, 0, Some(5)), s(15), TIMES), Verdict::SlowHead);
         // A head begun just before the idle time ends still gets its time.
-        assert_eq!(verdict(seen(0, 0, Some(29)), s(31), HEAD, IDLE), Verdict::LookAgainAt(s(39)));
+        assert_eq!(verdict(seen(0, 0, Some(29)), s(31), TIMES), Verdict::LookAgainAt(s(39)));
         // A head time longer than the idle time is honoured too.
-        assert_eq!(verdict(seen(0, 0, Some(1)), s(35), s(60), IDLE), Verdict::LookAgainAt(s(61)));
+        let long_heads = ConnectionTimes { header_read: s(60), ..TIMES };
+        assert_eq!(verdict(seen(0, 0, Some(1)), s(35), long_heads), Verdict::LookAgainAt(s(61)));
     }
 
     #[test]
-    fn a_request_in_flight_is_never_cut_here() {
-        assert_eq!(verdict(seen(1, 0, Some(0)), s(1000), HEAD, IDLE), Verdict::LookAgainAt(s(1030)));
-        assert_eq!(verdict(seen(3, 0, None), s(31), HEAD, IDLE), Verdict::LookAgainAt(s(61)));
+    fn a_request_in_flight_is_cut_only_when_nothing_moves() {
+        // Bytes moving (a slow answer being read, a body arriving) keep it.
+        let moving = ConnectionSeen { last_io: s(995), ..seen(1, 0, Some(0)) };
+        assert_eq!(verdict(moving, s(1000), TIMES), Verdict::LookAgainAt(s(1085)));
+        assert_eq!(verdict(seen(3, 0, None), s(31), TIMES), Verdict::LookAgainAt(s(90)));
+        // Nothing read or written for the stalled time: a client that does
+        // not read its answers (or an HTTP/2 window held shut).
+        assert_eq!(verdict(seen(1, 0, None), s(90), TIMES), Verdict::Stalled);
+    }
+
+    #[test]
+    fn an_answer_the_client_does_not_take_is_not_idleness() {
+        // The request is done, but its answer's bytes wait on the client.
+        let writing = ConnectionSeen { writing: true, last_io: s(10), ..seen(0, 5, None) };
+        assert_eq!(verdict(writing, s(60), TIMES), Verdict::LookAgainAt(s(100)));
+        assert_eq!(verdict(writing, s(100), TIMES), Verdict::Stalled);
+        // Once written, idle counts from the last byte out.
+        let written = ConnectionSeen { last_io: s(50), ..seen(0, 5, None) };
+        assert_eq!(verdict(written, s(60), TIMES), Verdict::LookAgainAt(s(80)));
     }
 }

@@ -215,12 +215,18 @@ impl Limits {
         Duration::from_secs_f64(self.admission_wait_secs)
     }
 
-    pub fn header_read(&self) -> Duration {
-        Duration::from_secs_f64(self.header_read_secs)
-    }
-
-    pub fn keepalive_idle(&self) -> Duration {
-        Duration::from_secs_f64(self.keepalive_idle_secs)
+    /// When the port closes a connection (`connection::verdict`). With
+    /// requests in flight, nothing may move either way for longer than the
+    /// longest wait an answer may have before it starts (a front's wall,
+    /// an event's, a call's), plus the idle time.
+    pub fn connection_times(&self) -> crate::connection::ConnectionTimes {
+        let keepalive_idle = Duration::from_secs_f64(self.keepalive_idle_secs);
+        let longest_wait = self.front_wall().max(self.wall_per_event()).max(self.call_limit());
+        crate::connection::ConnectionTimes {
+            header_read: Duration::from_secs_f64(self.header_read_secs),
+            keepalive_idle,
+            stalled: longest_wait + keepalive_idle,
+        }
     }
 
     pub fn body_grace(&self) -> Duration {
@@ -311,7 +317,10 @@ mod tests {
         assert_eq!(Limits { busy_guests_at_once: 3, ..l.clone() }.busy_guests(2), 3);
         assert_eq!(l.body_allowance(0), Duration::from_secs(10));
         assert_eq!(l.body_allowance(4096 * 5), Duration::from_secs(15));
-        assert_eq!(l.header_read(), Duration::from_secs(10));
+        let times = l.connection_times();
+        assert_eq!(times.header_read, Duration::from_secs(10));
+        assert_eq!(times.keepalive_idle, Duration::from_secs(30));
+        assert_eq!(times.stalled, Duration::from_secs(60), "the longest wall or call, then the idle time");
     }
 
     #[test]

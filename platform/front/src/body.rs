@@ -28,12 +28,16 @@ use crate::error::HttpError;
 const UNIT: u64 = 1024;
 
 /// Request body bytes held across the node at once.
-pub(crate) struct BodyBudget(Arc<Semaphore>);
+pub(crate) struct BodyBudget {
+    units: Arc<Semaphore>,
+    /// All of it, in units: no body may need more.
+    capacity: u32,
+}
 
 impl BodyBudget {
     pub(crate) fn new(limits: &Limits) -> Self {
-        let units = (limits.buffered_body_bytes / UNIT).clamp(1, Semaphore::MAX_PERMITS as u64);
-        Self(Arc::new(Semaphore::new(units as usize)))
+        let capacity = (limits.buffered_body_bytes / UNIT).clamp(1, u32::MAX as u64) as u32;
+        Self { units: Arc::new(Semaphore::new(capacity as usize)), capacity }
     }
 }
 
@@ -64,24 +68,27 @@ impl From<BodyError> for HttpError {
 
 /// A client's request body under the port's rules.
 ///
-/// A body of declared length takes its whole share of the budget before
-/// its first byte is read, so bodies never hold part of the budget while
-/// waiting for the rest of it (which, with many at once, would stall them
-/// all); a chunked body takes its share frame by frame. The time a body
-/// waits for the budget is at most the grace in all, and does not count
-/// against its pace: the wait is the node's, not the client's.
+/// A body of declared length takes its whole share of the budget when its
+/// first bytes arrive (a head alone takes nothing), so bodies never hold
+/// part of the budget while waiting for the rest of it (which, with many
+/// at once, would stall them all); a chunked body takes its share frame by
+/// frame. A body that needs more than the whole budget fails at once. The
+/// time a body waits for the budget is at most the grace in all, and does
+/// not count against its pace: the wait is the node's, not the client's.
 pub(crate) struct Paced {
     inner: Incoming,
     started: tokio::time::Instant,
     received: u64,
+    /// The declared length, until its share is taken.
+    declared: Option<u64>,
     /// Bytes of the budget taken ahead of the frames (a declared length).
     reserved: u64,
     limits: Arc<Limits>,
     budget: Arc<Semaphore>,
+    capacity: u32,
     held: Held,
     timer: Pin<Box<tokio::time::Sleep>>,
-    /// A wait for the budget: the frame it is for (none for the up-front
-    /// share), and since when.
+    /// A wait for the budget: the frame it is for, and since when.
     waiting: Option<Waiting>,
     /// How long this body has waited for the budget so far.
     waited: std::time::Duration,
@@ -89,8 +96,10 @@ pub(crate) struct Paced {
 }
 
 struct Waiting {
-    frame: Option<Frame<Bytes>>,
+    frame: Frame<Bytes>,
     units: u64,
+    /// Whether the units cover the frames to come (a declared length).
+    reserve: bool,
     acquire: BoxFuture<'static, Option<OwnedSemaphorePermit>>,
     since: tokio::time::Instant,
 }
@@ -100,23 +109,21 @@ impl Paced {
         let started = tokio::time::Instant::now();
         let timer = Box::pin(tokio::time::sleep_until(started + limits.body_allowance(0)));
         let declared = inner.size_hint().exact().filter(|n| *n > 0);
-        let mut paced = Self {
+        Self {
             inner,
             started,
             received: 0,
+            declared,
             reserved: 0,
             limits,
-            budget: budget.0.clone(),
+            budget: budget.units.clone(),
+            capacity: budget.capacity,
             held,
             timer,
             waiting: None,
             waited: std::time::Duration::ZERO,
             failed: false,
-        };
-        if let Some(length) = declared {
-            paced.take_budget(None, length);
         }
-        paced
     }
 
     fn fail(&mut self, e: BodyError) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
@@ -124,24 +131,28 @@ impl Paced {
         Poll::Ready(Some(Err(e)))
     }
 
-    /// Takes `bytes` of the budget now, or starts waiting for them; the
-    /// frame is given out once they are taken.
-    fn take_budget(&mut self, frame: Option<Frame<Bytes>>, bytes: u64) -> Option<Frame<Bytes>> {
-        let units = bytes.div_ceil(UNIT).min(Semaphore::MAX_PERMITS as u64);
-        if let Ok(permit) = self.budget.clone().try_acquire_many_owned(units as u32) {
+    /// Takes `bytes` of the budget now for `frame` (and, when `reserve`,
+    /// for the frames to come), or starts waiting for them: `Ok(Some)` is
+    /// the frame to give out now; `Err` a body larger than the budget.
+    fn take_budget(&mut self, frame: Frame<Bytes>, bytes: u64, reserve: bool) -> Result<Option<Frame<Bytes>>, ()> {
+        let units = match u32::try_from(bytes.div_ceil(UNIT)) {
+            Ok(units) if units <= self.capacity => units,
+            _ => return Err(()),
+        };
+        if let Ok(permit) = self.budget.clone().try_acquire_many_owned(units) {
             self.held.add(permit);
-            if frame.is_none() {
-                self.reserved = units * UNIT;
+            if reserve {
+                self.reserved = (u64::from(units) * UNIT).saturating_sub(data_len(&frame));
             }
-            return frame;
+            return Ok(Some(frame));
         }
         let budget = self.budget.clone();
-        let acquire = Box::pin(async move { budget.acquire_many_owned(units as u32).await.ok() });
+        let acquire = Box::pin(async move { budget.acquire_many_owned(units).await.ok() });
         let now = tokio::time::Instant::now();
         let left = self.limits.body_grace().saturating_sub(self.waited);
         self.timer.as_mut().reset(now + left);
-        self.waiting = Some(Waiting { frame, units, acquire, since: now });
-        None
+        self.waiting = Some(Waiting { frame, units: u64::from(units), reserve, acquire, since: now });
+        Ok(None)
     }
 }
 
@@ -163,14 +174,11 @@ impl Body for Paced {
                         let waited = waiting.since.elapsed();
                         this.waited += waited;
                         this.started += waited;
-                        if waiting.frame.is_none() {
-                            this.reserved = waiting.units * UNIT;
+                        if waiting.reserve {
+                            this.reserved = (waiting.units * UNIT).saturating_sub(data_len(&waiting.frame));
                         }
                         this.timer.as_mut().reset(this.started + this.limits.body_allowance(this.received));
-                        if let Some(frame) = waiting.frame {
-                            return Poll::Ready(Some(Ok(frame)));
-                        }
-                        continue;
+                        return Poll::Ready(Some(Ok(waiting.frame)));
                     }
                     Poll::Ready(None) => return this.fail(BodyError::NodeFull),
                     Poll::Pending => {
@@ -196,27 +204,39 @@ impl Body for Paced {
             this.received += len;
             let ends = this.started + this.limits.body_allowance(this.received);
             this.timer.as_mut().reset(ends);
-            // What the up-front share does not cover (a chunked body, or one
-            // longer than it said) is taken as it comes.
-            let covered = len.min(this.reserved);
-            this.reserved -= covered;
-            if len == covered {
-                return Poll::Ready(Some(Ok(frame)));
-            }
-            if let Some(frame) = this.take_budget(Some(frame), len - covered) {
-                return Poll::Ready(Some(Ok(frame)));
+            // The first bytes of a body of declared length take its whole
+            // share; what that does not cover (a chunked body, or one longer
+            // than it said) is taken as it comes.
+            let taken = match this.declared.take() {
+                Some(declared) => this.take_budget(frame, declared.max(len), true),
+                None => {
+                    let covered = len.min(this.reserved);
+                    this.reserved -= covered;
+                    if len == covered {
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    this.take_budget(frame, len - covered, false)
+                }
+            };
+            match taken {
+                Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                Ok(None) => continue,
+                Err(()) => return this.fail(BodyError::NodeFull),
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        let frame_waits = self.waiting.as_ref().is_some_and(|w| w.frame.is_some());
-        !frame_waits && (self.failed || self.inner.is_end_stream())
+        self.waiting.is_none() && (self.failed || self.inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+fn data_len(frame: &Frame<Bytes>) -> u64 {
+    frame.data_ref().map_or(0, |d| d.len() as u64)
 }
 
 /// An actor's body, read whole up to the body limit; the bytes hold their

@@ -1,6 +1,7 @@
 //! One client connection: hyper's HTTP/1.1 and HTTP/2 with the head
-//! bounded, and a watchdog that closes it when it is idle too long or a
-//! request head takes too long (the rule is `core::connection`). The
+//! bounded, and a watchdog that closes it when it is idle too long, a
+//! request head takes too long, or nothing moves while requests wait on
+//! it (the rule is `core::connection`). The
 //! connection's admission ticket rides in its I/O, so an upgraded socket
 //! keeps it until it closes.
 
@@ -37,11 +38,19 @@ pub(crate) struct Activity {
     /// One more than the milliseconds since `accepted` when the next head
     /// began; 0 when none has.
     head_started_ms: AtomicU64,
+    /// Milliseconds since `accepted` when a byte last moved either way.
+    last_io_ms: AtomicU64,
+    /// Whether the last write waits for the client to take bytes.
+    writing: AtomicBool,
     http2: AtomicBool,
-    /// Read once: whether the first bytes were the HTTP/2 preface.
-    first_read: AtomicBool,
-    head_began: Notify,
+    /// The connection's first bytes, until there are enough to tell the
+    /// HTTP/2 preface (which may come in pieces).
+    first_bytes: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Wakes the watchdog: a head began, or the last request ended.
+    wake: Notify,
 }
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
 impl Activity {
     fn new() -> Self {
@@ -50,9 +59,11 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
             head_started_ms: AtomicU64::new(0),
+            last_io_ms: AtomicU64::new(0),
+            writing: AtomicBool::new(false),
             http2: AtomicBool::new(false),
-            first_read: AtomicBool::new(true),
-            head_began: Notify::new(),
+            first_bytes: std::sync::Mutex::new(Some(Vec::new())),
+            wake: Notify::new(),
         }
     }
 
@@ -60,32 +71,61 @@ impl Activity {
         self.accepted.elapsed().as_millis() as u64
     }
 
-    fn bytes_read(&self, bytes: &[u8]) {
-        if self.first_read.swap(false, Ordering::Relaxed) && bytes.starts_with(b"PRI * HTTP/2.0") {
-            self.http2.store(true, Ordering::Relaxed);
+    fn moved(&self) {
+        self.last_io_ms.store(self.since_accepted_ms(), Ordering::Relaxed);
+    }
+
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        match polled {
+            Poll::Ready(Ok(n)) if *n > 0 => {
+                self.moved();
+                self.writing.store(false, Ordering::Relaxed);
+            }
+            Poll::Pending => self.writing.store(true, Ordering::Relaxed),
+            _ => {}
         }
-        if self.http2.load(Ordering::Relaxed) || self.in_flight.load(Ordering::Relaxed) > 0 {
+    }
+
+    /// Whether the connection is HTTP/2, once its first bytes tell.
+    fn learn_version(&self, bytes: &[u8]) {
+        let mut first = self.first_bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(seen) = first.as_mut() else { return };
+        seen.extend_from_slice(&bytes[..bytes.len().min(PREFACE.len() - seen.len())]);
+        if seen.len() == PREFACE.len() || !PREFACE.starts_with(seen) {
+            self.http2.store(seen.as_slice() == PREFACE, Ordering::Relaxed);
+            *first = None;
+        }
+    }
+
+    fn bytes_read(&self, bytes: &[u8]) {
+        self.moved();
+        self.learn_version(bytes);
+        if self.http2.load(Ordering::Relaxed) || self.in_flight.load(Ordering::Acquire) > 0 {
             return;
         }
         let now = self.since_accepted_ms() + 1;
         if self.head_started_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-            self.head_began.notify_one();
+            self.wake.notify_one();
         }
     }
 
     /// A request began: held until its answer is written (or dropped).
     fn begin(self: &Arc<Self>) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.head_started_ms.store(0, Ordering::Relaxed);
         InFlight(self.clone())
     }
 
     fn seen(&self) -> ConnectionSeen {
+        // `in_flight` first: a request that ended wrote `idle_since` before.
+        let in_flight = self.in_flight.load(Ordering::Acquire);
         let head = self.head_started_ms.load(Ordering::Relaxed);
         ConnectionSeen {
-            in_flight: self.in_flight.load(Ordering::Relaxed),
+            in_flight,
             idle_since: Duration::from_millis(self.idle_since_ms.load(Ordering::Relaxed)),
             head_started: (head > 0).then(|| Duration::from_millis(head - 1)),
+            last_io: Duration::from_millis(self.last_io_ms.load(Ordering::Relaxed)),
+            writing: self.writing.load(Ordering::Relaxed),
         }
     }
 }
@@ -97,7 +137,9 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let activity = &self.0;
         activity.idle_since_ms.store(activity.since_accepted_ms(), Ordering::Relaxed);
-        activity.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if activity.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            activity.wake.notify_one();
+        }
     }
 }
 
@@ -128,7 +170,10 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.project().stream.poll_write(cx, buf)
+        let this = self.project();
+        let polled = this.stream.poll_write(cx, buf);
+        this.activity.wrote(&polled);
+        polled
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -144,7 +189,10 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.project().stream.poll_write_vectored(cx, bufs)
+        let this = self.project();
+        let polled = this.stream.poll_write_vectored(cx, bufs);
+        this.activity.wrote(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -174,6 +222,7 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
     let activity = Arc::new(Activity::new());
     let io = Watched { stream, activity: activity.clone(), ticket };
     let limits = port.node.limits().clone();
+    let times = limits.connection_times();
     let service = {
         let activity = activity.clone();
         service_fn(move |request: http::Request<Incoming>| {
@@ -190,10 +239,14 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
     let mut connection = std::pin::pin!(connection);
     loop {
         let now = activity.accepted.elapsed();
-        let at = match verdict(activity.seen(), now, limits.header_read(), limits.keepalive_idle()) {
+        let at = match verdict(activity.seen(), now, times) {
             Verdict::LookAgainAt(at) => at,
             Verdict::SlowHead => {
                 tracing::debug!(%client, "a request head took too long; connection dropped");
+                return;
+            }
+            Verdict::Stalled => {
+                tracing::debug!(%client, "nothing moved on a connection with requests in flight; dropped");
                 return;
             }
             Verdict::Idle => {
@@ -211,7 +264,7 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
                 return;
             }
             () = tokio::time::sleep_until(wake) => {}
-            () = activity.head_began.notified() => {}
+            () = activity.wake.notified() => {}
         }
     }
 }

@@ -26,13 +26,14 @@ pub(crate) fn strip_client_headers(parts: &mut Parts) {
     header_range::strip(&mut parts.headers);
 }
 
-/// An HTTP/1.1 request names its host (RFC 9112 §3.2): without `Host` it
-/// is a `400`, whatever its path. HTTP/2 carries `:authority` in the URI;
-/// an HTTP/1.0 request may omit both (the front, which needs a host,
-/// checks again).
+/// An HTTP/1.1 request names its host in exactly one `Host` header (RFC
+/// 9112 §3.2), in absolute form too: otherwise it is a `400`, whatever its
+/// path. HTTP/2 carries `:authority` instead; an HTTP/1.0 request may omit
+/// it (the front, which needs a host, checks again).
 pub(crate) fn check_host(parts: &Parts) -> Result<(), HttpError> {
-    let needs_host = parts.version == http::Version::HTTP_11;
-    if needs_host && parts.uri.authority().is_none() && !parts.headers.contains_key(http::header::HOST) {
+    let hosts = parts.headers.get_all(http::header::HOST).iter().count();
+    let needs_one = parts.version == http::Version::HTTP_11;
+    if hosts > 1 || (needs_one && hosts == 0) {
         return Err(HttpError::NoHost);
     }
     Ok(())

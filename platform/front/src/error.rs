@@ -78,7 +78,7 @@ impl HttpError {
                 };
                 (status, retry_after, e.to_string())
             }
-            Self::NoHost => (S::BAD_REQUEST, None, "request has no Host header".into()),
+            Self::NoHost => (S::BAD_REQUEST, None, "request has no Host header, or more than one".into()),
             Self::SocketsFull => (S::SERVICE_UNAVAILABLE, Some(5), "too many sockets; retry later".into()),
             // The actor's own words, as its close reason would have been.
             Self::SocketRefused(reason) => return text_response(S::FORBIDDEN, None, reason),

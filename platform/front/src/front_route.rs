@@ -58,7 +58,9 @@ pub(crate) async fn handle(
         },
         None => None,
     };
-    let served = node.serve_front(app, request).await;
+    // The client's share goes with the node's slot, however long the
+    // instance outlives its answer.
+    let served = node.serve_front(app, request, Box::new(place)).await;
     let (response, run) = match served {
         Ok(answer) => answer,
         Err(e) => {
@@ -87,9 +89,8 @@ pub(crate) async fn handle(
     let (mut parts, body) = response.into_parts();
     header_range::strip(&mut parts.headers);
     let body = body.map_err(boxed_error).map_frame(header_range::strip_trailers).boxed_unsync();
-    // The client's place and the body's bytes are held while the front
-    // writes its answer.
-    Ok(http::Response::from_parts(parts, Holding::boxed(body, Box::new((place, held)))))
+    // The body's bytes are held while the front writes its answer.
+    Ok(http::Response::from_parts(parts, Holding::boxed(body, Box::new(held))))
 }
 
 /// How a front request that got no answer is counted in

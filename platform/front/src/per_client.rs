@@ -33,6 +33,7 @@ impl PerClient {
 
     /// A place for `client`, or `None` when it holds its share already.
     pub(crate) fn take(&self, client: IpAddr) -> Option<Place> {
+        let client = client_key(client);
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(client).or_insert(0);
         if *n >= self.limit {
@@ -45,6 +46,18 @@ impl PerClient {
     #[cfg(test)]
     fn clients(&self) -> usize {
         self.counts.lock().unwrap().len()
+    }
+}
+
+/// Who a client is: its IPv4 address, or its IPv6 /64 (one host is
+/// usually given a whole /64, and may use any address in it).
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
     }
 }
 
@@ -77,5 +90,15 @@ mod tests {
         assert!(per.take(a).is_some(), "a place given back is free again");
         drop(b1);
         assert_eq!(per.clients(), 1, "no entry is kept for a client holding nothing");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64() {
+        let per = PerClient::new(1);
+        let _a = per.take("2001:db8:1:2::1".parse().unwrap()).unwrap();
+        assert!(per.take("2001:db8:1:2:ffff::9".parse().unwrap()).is_none(), "the same /64");
+        assert!(per.take("2001:db8:1:3::1".parse().unwrap()).is_some(), "another /64");
+        let _v4 = per.take("192.0.2.7".parse().unwrap()).unwrap();
+        assert!(per.take("::ffff:192.0.2.7".parse().unwrap()).is_none(), "a mapped IPv4 is that address");
     }
 }

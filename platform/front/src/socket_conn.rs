@@ -27,6 +27,9 @@ const DRAIN_AT_MOST: Duration = Duration::from_secs(2);
 /// A pause this long in what the client sends ends the reading early (a
 /// client waits for the host to close the connection after its reply).
 const DRAIN_PAUSE: Duration = Duration::from_millis(200);
+/// A client that takes nothing the node sends for this long is gone: the
+/// socket ends as lost (1006), and its connection with it.
+const SEND_STALL: Duration = Duration::from_secs(30);
 
 type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
@@ -64,6 +67,14 @@ async fn close_and_drain(mut ws: Socket, code: u16, reason: &str) {
     let _ = tokio::time::timeout(DRAIN_PAUSE, io.shutdown()).await;
 }
 
+/// Sends one message, unless the client takes nothing for `SEND_STALL`.
+async fn send(ws: &mut Socket, message: Message) -> Result<(), ()> {
+    match tokio::time::timeout(SEND_STALL, ws.send(message)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
 /// Runs an open socket until it closes.
 pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueue) {
     let conn = queue.conn;
@@ -81,7 +92,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     let (code, reason) = frame.map_or((1005, String::new()), |f| (u16::from(f.code), f.reason.to_string()));
                     node.socket_closed(conn, code, reason);
                     // The WebSocket layer answers the close; let it finish.
-                    let _ = ws.close(None).await;
+                    let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
                     return;
                 }
                 Some(Ok(_ping_pong_or_frame)) => {}
@@ -112,13 +123,13 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
             outgoing = queue.rx.recv() => {
                 let Some(message) = outgoing else {
                     // The registry forgot the socket after its close was sent.
-                    let _ = ws.close(None).await;
+                    let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
                     return;
                 };
                 queue.written(&message);
                 let sent = match message {
-                    Outgoing::Text(text) => ws.send(Message::text(text)).await,
-                    Outgoing::Binary(data) => ws.send(Message::binary(data)).await,
+                    Outgoing::Text(text) => send(&mut ws, Message::text(text)).await,
+                    Outgoing::Binary(data) => send(&mut ws, Message::binary(data)).await,
                     Outgoing::Close { code, reason } => {
                         node.socket_gone(conn);
                         close_and_drain(ws, code, &reason).await;
