@@ -46,6 +46,8 @@ pub(crate) struct Activity {
     /// The connection's first bytes, until there are enough to tell the
     /// HTTP/2 preface (which may come in pieces).
     first_bytes: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Set once they have told: every later read skips the lock.
+    version_known: AtomicBool,
     /// Wakes the watchdog: a head began, or the last request ended.
     wake: Notify,
 }
@@ -63,6 +65,7 @@ impl Activity {
             writing: AtomicBool::new(false),
             http2: AtomicBool::new(false),
             first_bytes: std::sync::Mutex::new(Some(Vec::new())),
+            version_known: AtomicBool::new(false),
             wake: Notify::new(),
         }
     }
@@ -88,11 +91,15 @@ impl Activity {
 
     /// Whether the connection is HTTP/2, once its first bytes tell.
     fn learn_version(&self, bytes: &[u8]) {
+        if self.version_known.load(Ordering::Relaxed) {
+            return;
+        }
         let mut first = self.first_bytes.lock().unwrap_or_else(|p| p.into_inner());
         let Some(seen) = first.as_mut() else { return };
         seen.extend_from_slice(&bytes[..bytes.len().min(PREFACE.len() - seen.len())]);
         if seen.len() == PREFACE.len() || !PREFACE.starts_with(seen) {
             self.http2.store(seen.as_slice() == PREFACE, Ordering::Relaxed);
+            self.version_known.store(true, Ordering::Relaxed);
             *first = None;
         }
     }
