@@ -22,6 +22,8 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 pub const KEPT_BYTES: usize = 2048;
 /// Lines logged per guest per interval at most.
 const LINES_PER_INTERVAL: u32 = 5;
+/// Lines logged per app (all its guests) per interval at most.
+const LINES_PER_APP: u32 = 50;
 const INTERVAL: Duration = Duration::from_secs(10);
 /// Guests remembered by the limiter before the oldest are forgotten.
 const GUESTS_REMEMBERED: usize = 10_000;
@@ -133,26 +135,44 @@ fn windows() -> &'static Mutex<HashMap<GuestLabel, Window>> {
     WINDOWS.get_or_init(Mutex::default)
 }
 
-/// Whether `label` may log a line now, and how many of its lines were
-/// suppressed before it.
-fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
-    let mut windows = windows().lock().unwrap_or_else(|p| p.into_inner());
-    if windows.len() >= GUESTS_REMEMBERED && !windows.contains_key(label) {
-        windows.retain(|_, w| now.duration_since(w.started) < INTERVAL);
-        if windows.len() >= GUESTS_REMEMBERED {
-            windows.clear();
-        }
-    }
-    let window = windows.entry(label.clone()).or_insert(Window { started: now, logged: 0, suppressed: 0 });
+/// The key of an app's own window: no guest is named `*`.
+fn app_key(label: &GuestLabel) -> GuestLabel {
+    GuestLabel { app: label.app.clone(), guest: "*".into() }
+}
+
+/// Counts a line in `window` at `now`: whether it may be logged.
+fn count(window: &mut Window, now: Instant, allowed: u32) -> bool {
     if now.duration_since(window.started) >= INTERVAL {
         window.started = now;
         window.logged = 0;
     }
-    if window.logged >= LINES_PER_INTERVAL {
+    if window.logged >= allowed {
+        return false;
+    }
+    window.logged += 1;
+    true
+}
+
+/// Whether `label` may log a line now, and how many of its lines were
+/// suppressed before it. A guest has its few lines per interval, and its
+/// app a few more for all its guests together: many guests of one app
+/// (an actor name per request, each trapping) log no more than one app.
+fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
+    let mut windows = windows().lock().unwrap_or_else(|p| p.into_inner());
+    if windows.len() >= GUESTS_REMEMBERED && !windows.contains_key(label) {
+        windows.retain(|k, w| now.duration_since(w.started) < INTERVAL || &*k.guest == "*");
+        if windows.len() >= GUESTS_REMEMBERED {
+            // Forget the guests, never the apps' windows.
+            windows.retain(|k, _| &*k.guest == "*");
+        }
+    }
+    let fresh = || Window { started: now, logged: 0, suppressed: 0 };
+    let app_allows = count(windows.entry(app_key(label)).or_insert_with(fresh), now, LINES_PER_APP);
+    let window = windows.entry(label.clone()).or_insert_with(fresh);
+    if !app_allows || !count(window, now, LINES_PER_INTERVAL) {
         window.suppressed += 1;
         return None;
     }
-    window.logged += 1;
     Some(std::mem::take(&mut window.suppressed))
 }
 
@@ -204,6 +224,17 @@ mod tests {
         assert_eq!(admit(&label("limiter-test/b"), t0), Some(0), "another guest has its own");
         assert_eq!(admit(&a, t0 + INTERVAL), Some(2), "the next interval tells what was skipped");
         assert_eq!(admit(&a, t0 + INTERVAL), Some(0));
+    }
+
+    #[test]
+    fn an_apps_guests_together_log_a_bounded_number_of_lines() {
+        let t0 = Instant::now();
+        let guest = |i: usize| GuestLabel { app: "limiter-test/many".into(), guest: format!("room/{i}").into() };
+        let logged = (0..500).filter(|i| admit(&guest(*i), t0).is_some()).count();
+        assert_eq!(logged, LINES_PER_APP as usize, "one name per request does not multiply the lines");
+        let other = GuestLabel { app: "limiter-test/other".into(), guest: "room/0".into() };
+        assert_eq!(admit(&other, t0), Some(0), "another app is not held back");
+        assert!(admit(&guest(0), t0 + INTERVAL).is_some(), "the next interval logs again");
     }
 
     #[test]
