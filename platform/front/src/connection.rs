@@ -228,8 +228,9 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
     let client = ticket.client();
     let activity = Arc::new(Activity::new());
     let io = Watched { stream, activity: activity.clone(), ticket };
-    let limits = port.node.limits().clone();
-    let times = limits.connection_times();
+    // The server and the rule's times are the port's, made once.
+    let shared = port.clone();
+    let (http, times) = (&shared.http, shared.times);
     let service = {
         let activity = activity.clone();
         service_fn(move |request: http::Request<Incoming>| {
@@ -241,8 +242,7 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
             }
         })
     };
-    let builder = builder(&limits);
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let connection = http.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
     loop {
         let now = activity.accepted.elapsed();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use wasmkeep_actors::Node;
+use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
 use wasmkeep_core::{Limits, Refusal};
@@ -26,6 +27,10 @@ pub struct PublicPort {
     pub(crate) budget: BodyBudget,
     /// Each client's share of the front slots, when it is less than all.
     pub(crate) client_slots: Option<PerClient>,
+    /// The HTTP server every connection is served with.
+    pub(crate) http: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    /// When a connection is closed (`core::connection`).
+    pub(crate) times: ConnectionTimes,
 }
 
 impl PublicPort {
@@ -34,6 +39,8 @@ impl PublicPort {
         Self {
             budget: BodyBudget::new(&limits),
             client_slots: limits.front_slots_for_one_client().map(PerClient::new),
+            http: connection::builder(&limits),
+            times: limits.connection_times(),
             node,
             routing,
             limits,

@@ -14,24 +14,25 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::UpdateDeadline;
 
 /// Ticks of one event a guest may compute through before it is CPU-bound.
-pub const BUSY_AFTER_TICKS: u32 = 2;
+pub(crate) const BUSY_AFTER_TICKS: u32 = 2;
 
 /// The node's turns for CPU-bound guests. A turn lasts until the next
 /// tick, whatever its guest does meanwhile: a guest blocked in a host call
 /// (a call, a sleep) holds none for longer.
 #[derive(Clone)]
-pub struct CpuGate {
+pub(crate) struct CpuGate {
     turns: Arc<Semaphore>,
     given: Arc<Mutex<Vec<OwnedSemaphorePermit>>>,
 }
 
 impl CpuGate {
-    pub fn new(turns: usize) -> Self {
+    pub(crate) fn new(turns: usize) -> Self {
         Self { turns: Arc::new(Semaphore::new(turns.max(1))), given: Arc::default() }
     }
 
     /// Turns free now.
-    pub fn free(&self) -> usize {
+    #[cfg(test)]
+    fn free(&self) -> usize {
         self.turns.available_permits()
     }
 

@@ -20,7 +20,6 @@ use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
-pub use cpu::{BUSY_AFTER_TICKS, CpuGate};
 pub use engine::{EngineConfig, TICK};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
@@ -60,7 +59,7 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let link = |e: wasmtime::Error| anyhow::anyhow!("linking the host: {e}");
         let actor_linker = host::actor_linker(&engine).map_err(link)?;
         let front_linker = host::front_linker(&engine).map_err(link)?;
-        let guest = host::GuestConfig { memory_bytes: cfg.memory_bytes, cpu: CpuGate::new(cfg.busy_guests) };
+        let guest = host::GuestConfig { memory_bytes: cfg.memory_bytes, cpu: cpu::CpuGate::new(cfg.busy_guests) };
         let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone()));
         Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
@@ -88,11 +87,6 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
-    }
-
-    /// The turns of CPU-bound guests.
-    pub fn cpu_gate(&self) -> &CpuGate {
-        &self.guest.cpu
     }
 }
 
