@@ -163,16 +163,16 @@ async fn inside_callers_create_existing_actors_and_reach_internal_ones() {
     let at = |a: &str| RawAddress::split(a).unwrap();
     // Outside: refused. Inside: created and served.
     assert_eq!(n.get("/actor/existing/e/count").await.status, 404);
-    let r = n.node.request(n.app, at("existing/e"), front(), request("/count")).await.unwrap();
+    let r = n.node.request_to(n.app, at("existing/e"), front(), request("/count")).await.unwrap();
     assert_eq!(r.status, 200);
     // Created, it now exists for outside callers too.
     assert_eq!(n.get("/actor/existing/e/count").await.json()["count"], 2);
-    let r = n.node.request(n.app, at("internal/i"), front(), request("/count")).await.unwrap();
+    let r = n.node.request_to(n.app, at("internal/i"), front(), request("/count")).await.unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(n.get("/actor/internal/i/peek").await.status, 403);
     // Inside callers meet the other rules as outside ones do.
-    let e = n.node.request(n.app, at("nope/x"), front(), request("/")).await.unwrap_err();
+    let e = n.node.request_to(n.app, at("nope/x"), front(), request("/")).await.unwrap_err();
     assert_eq!(e, EventError::Refused(Refusal::NoSuchClass));
-    let e = n.node.request(n.app, at("internal/a\u{1}"), front(), request("/")).await.unwrap_err();
+    let e = n.node.request_to(n.app, at("internal/a\u{1}"), front(), request("/")).await.unwrap_err();
     assert_eq!(e, EventError::Refused(Refusal::InvalidName(NameError::NameControl)));
 }

@@ -59,7 +59,7 @@ async fn a_bad_address_is_invalid_address_at_once() {
     }
     // A valid address of no class is the callee's admission: 404.
     let r = call(&n, "open/a", "nope/x", "/").await;
-    assert_eq!((r["status"].as_u64(), r["body"].as_str()), (Some(404), Some("no such actor class")));
+    assert_eq!((r["status"].as_u64(), r["body"].as_str()), (Some(404), Some("no such actor class\n")));
 }
 
 #[tokio::test]
@@ -155,7 +155,7 @@ async fn no_capacity_for_the_callee_is_a_503_response() {
     let limits = Limits { pool_instances: 2, front_slots: 1, admission_wait_secs: 0.2, ..test_limits() };
     let n = node(limits).await;
     let r = call(&n, "open/a", "open/b", "/peek").await;
-    assert_eq!((r["status"].as_u64(), r["body"].as_str()), (Some(503), Some("no capacity for this actor now")));
+    assert_eq!((r["status"].as_u64(), r["body"].as_str()), (Some(503), Some("no capacity for this actor now\n")));
     assert!(r["headers"].as_array().unwrap().iter().any(|h| h == "retry-after"));
 }
 

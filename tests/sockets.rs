@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::Limits;
-use wasmkeep_tests::{TestNode, eventually, probe_classes, test_limits, upgrade_and_leave};
+use wasmkeep_tests::{TestNode, envelope, eventually, probe_classes, test_limits, upgrade_and_leave};
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -268,10 +268,10 @@ async fn a_message_over_the_limit_always_reaches_the_client_as_1009_not_a_reset(
 async fn an_open_answered_but_never_read_is_closed_for_the_actor() {
     use futures_util::FutureExt;
     let n = node(test_limits()).await;
-    let target = wasmkeep_core::RawAddress::split("open/room").unwrap();
+    let target = envelope(&n, "open/room", wasmkeep_core::Origin::Outside);
     // The client's side polls once (the open is posted), then stops
     // reading: the actor answers into a wait nobody reads any more.
-    let mut opening = Box::pin(n.node.open_socket(n.app, target, false, "/ws".into()));
+    let mut opening = Box::pin(n.node.open_socket(target, "/ws".into()));
     assert!((&mut opening).now_or_never().is_none());
     assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 1).await);
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -71,7 +71,7 @@ async fn delete_self_deletes_storage_and_existence() {
     let inside = wasmkeep_core::Origin::Inside { caller: wasmkeep_core::Caller::Front, chain: Default::default() };
     let get = wasmkeep_actors::Request { method: "GET".into(), path: "/count".into(), headers: vec![], body: vec![] };
     let e = wasmkeep_core::RawAddress::split("existing/e").unwrap();
-    assert_eq!(n.node.request(n.app, e, inside, get).await.unwrap().status, 200);
+    assert_eq!(n.node.request_to(n.app, e, inside, get).await.unwrap().status, 200);
     assert_eq!(n.get("/actor/existing/e/count").await.status, 200);
     assert_eq!(n.send(n.client.delete(format!("{}/actor/existing/e/", n.url))).await.status, 204);
     let a = n.get("/actor/existing/e/peek").await;
@@ -145,10 +145,10 @@ async fn apps_on_one_node_are_isolated() {
         || wasmkeep_actors::Request { method: "GET".into(), path: "/count".into(), headers: vec![], body: vec![] };
     let target = wasmkeep_core::RawAddress::split("open/a").unwrap();
     for _ in 0..3 {
-        n.node.request(other, target.clone(), wasmkeep_core::Origin::Outside, peek()).await.unwrap();
+        n.node.request_to(other, target.clone(), wasmkeep_core::Origin::Outside, peek()).await.unwrap();
     }
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
-    let r = n.node.request(other, target, wasmkeep_core::Origin::Outside, peek()).await.unwrap();
+    let r = n.node.request_to(other, target, wasmkeep_core::Origin::Outside, peek()).await.unwrap();
     let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body["count"], 4);
 }

@@ -16,12 +16,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let (node, app) = (&probe_node.node, probe_node.app);
         let get = |path: String| Request { method: "GET".into(), path, headers: vec![], body: vec![] };
         // Warm both actors, then measure.
-        node.request(app, RawAddress::split("probe/callee").unwrap(), Origin::Outside, get("/ping".into()))
+        node.request_to(app, RawAddress::split("probe/callee").unwrap(), Origin::Outside, get("/ping".into()))
             .await
             .map_err(|e| e.to_string())?;
         let caller = RawAddress::split("probe/caller").unwrap();
         let r = node
-            .request(app, caller, Origin::Outside, get(format!("/call-bench?to=probe/callee&n={n}")))
+            .request_to(app, caller, Origin::Outside, get(format!("/call-bench?to=probe/callee&n={n}")))
             .await
             .map_err(|e| e.to_string())?;
         let nanos: Vec<u64> = String::from_utf8_lossy(&r.body)

@@ -27,7 +27,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let get = Request { method: "GET".into(), path, headers: vec![], body: vec![] };
             let t = Instant::now();
             let r = node
-                .request(app, RawAddress::split("probe/caller").unwrap(), Origin::Outside, get)
+                .request_to(app, RawAddress::split("probe/caller").unwrap(), Origin::Outside, get)
                 .await
                 .map_err(|e| e.to_string())?;
             if r.status != 200 {

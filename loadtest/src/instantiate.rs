@@ -122,7 +122,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let actors = (n / 4).max(1);
         let target = |i: usize| RawAddress::split(&format!("probe/raw-{i}")).unwrap();
         for i in 0..actors {
-            node.request(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
+            node.request_to(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -135,7 +135,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
-            node.request(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
+            node.request_to(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
                 .await
                 .map_err(|e| e.to_string())?;
             hosted.push(t.elapsed());

@@ -34,10 +34,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
         // n actors of 100 keys each (99 filled, plus `count`).
         for i in 0..n {
-            node.request(app, actor(i), wasmkeep_core::Origin::Outside, fill.clone())
+            node.request_to(app, actor(i), wasmkeep_core::Origin::Outside, fill.clone())
                 .await
                 .map_err(|e| e.to_string())?;
-            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/count"))
+            node.request_to(app, actor(i), wasmkeep_core::Origin::Outside, get("/count"))
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -47,7 +47,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         for i in 0..n {
             let t = Instant::now();
             let r = node
-                .request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+                .request_to(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
                 .await
                 .map_err(|e| e.to_string())?;
             back_to_back.push(t.elapsed());
@@ -56,7 +56,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut resident = Vec::with_capacity(n);
         for i in 0..n {
             let t = Instant::now();
-            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+            node.request_to(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
                 .await
                 .map_err(|e| e.to_string())?;
             resident.push(t.elapsed());
@@ -67,7 +67,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             wait_hibernated(node).await?;
             tokio::time::sleep(Duration::from_millis(10)).await;
             let t = Instant::now();
-            node.request(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
+            node.request_to(app, actor(i), wasmkeep_core::Origin::Outside, get("/peek"))
                 .await
                 .map_err(|e| e.to_string())?;
             lone.push(t.elapsed());

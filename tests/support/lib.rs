@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
 use wasmkeep_core::{Access, AppId, ClassName, Limits};
-use wasmkeep_front::{AppRouting, PublicPort};
+use wasmkeep_edge::{AppRouting, PublicPort};
 use wasmkeep_storage::{SqliteStore, Store};
 
 /// The repository's root.
@@ -138,7 +138,7 @@ impl TestNode {
         let (stop, stopped) = oneshot::channel();
         let port = PublicPort::new(node.clone(), AppRouting::Single(app));
         let served = tokio::spawn(async move {
-            wasmkeep_front::serve(listener, port, async {
+            wasmkeep_edge::serve(listener, port, async {
                 let _ = stopped.await;
             })
             .await
@@ -223,4 +223,18 @@ pub async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) 
     tcp.write_all(head.as_bytes()).await.unwrap();
     tokio::time::sleep(leave_after).await;
     drop(tcp);
+}
+
+/// The envelope of an event a test sends straight to the node (as the
+/// port would): it waits at most the call limit.
+pub fn envelope(n: &TestNode, target: &str, origin: wasmkeep_core::Origin) -> wasmkeep_core::Envelope {
+    let app = n.node.app_ref(n.app).expect("the test app is deployed");
+    let deadline = wasmkeep_core::deadline::event_deadline(std::time::Instant::now(), n.node.limits().call_limit());
+    wasmkeep_core::Envelope {
+        app,
+        target: wasmkeep_core::RawAddress::split(target).unwrap(),
+        origin,
+        deadline,
+        trace: Default::default(),
+    }
 }

@@ -4,30 +4,16 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use wasmkeep_runtime::{ActorInstance, EventAnswer, EventFailure, GuestEvent, GuestLabel};
-use wasmkeep_scheduler::InstanceLease;
-use wasmkeep_storage::Epoch;
+use wasmkeep_core::deadline::close_deadline;
+use wasmkeep_core::response::check as check_response;
+use wasmkeep_core::{Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head};
+use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
 
 use crate::NodeInner;
+use crate::actor_host::{ActorEventHost, EventContext, Outcome};
 use crate::admission::{Admitted, admit};
-use crate::event::{Event, EventError, EventKind};
-use crate::mailbox::MailboxKey;
-use crate::storage_gate::{EventHost, Outcome};
-use wasmkeep_core::response::check as check_response;
-use wasmkeep_core::{Chain, Origin, Refusal};
-
-/// What an awake actor holds between events. Dropping it hibernates the
-/// actor: the instance goes back to the pool, storage stays.
-#[derive(Default)]
-pub(crate) struct Residence {
-    /// Its live instance, if one is running. Declared before `lease`: the
-    /// instance leaves the pool before its lease is handed to another.
-    pub instance: Option<ActorInstance<EventHost>>,
-    /// The owner epoch, once the actor is known to exist.
-    pub epoch: Option<Epoch>,
-    /// The pool instance it may use.
-    pub lease: Option<InstanceLease>,
-}
+use crate::event::{Event, EventKind, SocketEvent, from_failure};
+use crate::residence::Residence;
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
     let mut residence = Residence::default();
@@ -44,31 +30,35 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
             rx.try_recv().ok()
         };
         match next {
-            Some(event) => handle(&node, &key, &mut residence, event).await,
+            Some(event) => handle(&node, &mut residence, event).await,
             None if node.mailboxes.retire(&key, &rx) => return,
             None => {}
         }
     }
 }
 
-async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residence, event: Event) {
-    let Event { origin, kind, arrived } = event;
-    // A socket's close is admitted as its open was.
-    let origin_of_open = matches!(kind, EventKind::SocketOpen { .. }).then(|| origin.clone());
-    let admitted = admit(node, key, residence, origin.is_outside(), kind.may_create(), arrived).await;
+async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
+    let Event { envelope, kind, arrived } = event;
+    let admitted = admit(node, &envelope, residence, kind.may_create(), arrived).await;
+    if let Err(refusal) = &admitted {
+        node.metrics.refusals.inc(refusal_label(refusal));
+    }
     let run = |guest: GuestEvent| async {
         match admitted {
-            Ok(admitted) => execute(node, residence, admitted, origin, guest).await,
+            Ok(admitted) => execute(node, residence, admitted, &envelope, guest).await,
             Err(refusal) => Err(EventError::from(refusal)),
         }
     };
     // The caller may have gone; the event's effects stand regardless.
     match kind {
-        EventKind::Request { request, reply } => {
+        EventKind::Request { mut request, reply } => {
+            // An inside caller's event says who calls; the host sets this,
+            // never a client (the edge removed the range) nor a guest.
+            request.headers.extend(head::guest_head(&envelope));
             let _ = reply.send(run(GuestEvent::Request(request)).await.and_then(|a| match a {
                 EventAnswer::Response(response) => Ok(response),
                 // A request is answered with a response; anything else is a host bug.
-                other => Err(EventError::from(EventFailure::Trap(format!("a request answered {other:?}")))),
+                other => Err(from_failure(EventFailure::Trap(format!("a request answered {other:?}")))),
             }));
         }
         EventKind::SocketOpen { conn, path, reply } => {
@@ -84,29 +74,26 @@ async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residen
             });
             if let Err(unsent) = reply.send(opened) {
                 // The client left while the actor opened it: the socket
-                // goes, and an actor that accepted it hears it close.
+                // goes, and an actor that accepted it hears it close, as
+                // its open was admitted.
                 node.sockets.remove(conn);
-                if let (Ok(Ok(())), Some(origin)) = (unsent, origin_of_open) {
-                    let close = EventKind::SocketClose { conn, code: 1006, reason: String::new() };
-                    let _ = crate::router::post(node, key.app, key.address.clone(), origin, close);
+                if let Ok(Ok(())) = unsent {
+                    let lost = SocketEvent::Close { conn, code: close::LOST, reason: String::new() };
+                    let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
+                    let _ = node.router.post(envelope, EventKind::Socket(lost));
                 }
             }
         }
-        EventKind::SocketMessage { conn, message } => {
+        EventKind::Socket(SocketEvent::Message { conn, message }) => {
             if let Err(e) = run(GuestEvent::SocketMessage { conn, message }).await {
                 tracing::debug!(%conn, "a socket message was not handled: {e}");
-                // A socket its actor can no longer take (a deploy made the
-                // class internal or removed it; the actor is gone) closes.
-                let (code, reason) = match e {
-                    EventError::Refused(Refusal::Internal) => (1008, "the class is internal"),
-                    EventError::Refused(Refusal::NoSuchClass) => (1001, "the class was removed"),
-                    EventError::Refused(Refusal::NoSuchActor) => (1000, "the actor no longer exists"),
-                    _ => return,
-                };
-                node.sockets.force_close(conn, code, reason);
+                // A socket its actor can no longer take closes.
+                if let Some(close) = Failure::from(e).answer().close {
+                    node.sockets.force_close(conn, close.code, close.reason);
+                }
             }
         }
-        EventKind::SocketClose { conn, code, reason } => {
+        EventKind::Socket(SocketEvent::Close { conn, code, reason }) => {
             if let Err(e) = run(GuestEvent::SocketClose { conn, code, reason }).await {
                 tracing::debug!(%conn, "a socket close was not handled: {e}");
             }
@@ -114,27 +101,36 @@ async fn handle(node: &Arc<NodeInner>, key: &MailboxKey, residence: &mut Residen
     }
 }
 
+/// How a refusal is counted in `wasmkeep_refusals_total`.
+fn refusal_label(r: &Refusal) -> &'static str {
+    match r {
+        Refusal::NoSuchApp => "no_such_app",
+        Refusal::NoSuchClass => "no_such_class",
+        Refusal::InvalidName(_) => "invalid_name",
+        Refusal::Internal => "internal",
+        Refusal::ValueMissing(_) => "value_missing",
+        Refusal::NoSuchActor => "no_such_actor",
+        Refusal::Overloaded => "overloaded",
+        Refusal::Capacity => "capacity",
+        Refusal::DeadlinePassed => "deadline",
+        Refusal::StoreUnavailable(_) => "store_unavailable",
+    }
+}
+
 async fn execute(
     node: &Arc<NodeInner>,
     residence: &mut Residence,
     admitted: Admitted,
-    origin: Origin,
-    mut event: GuestEvent,
+    envelope: &Envelope,
+    event: GuestEvent,
 ) -> Result<EventAnswer, EventError> {
-    let Admitted { class, actor, epoch, values, app } = admitted;
+    let Admitted { class, actor, epoch, values, app, limits } = admitted;
     // One wall for the event, instantiation included.
     let started = std::time::Instant::now();
-    let ends = started + node.limits.wall_per_event();
-    // An inside caller's event says who calls; the host sets these, never
-    // a client (the edge removed the range) nor a guest.
-    let chain = match (origin, &mut event) {
-        (Origin::Inside { caller, chain }, GuestEvent::Request(request)) => {
-            request.headers.push(("x-wasmkeep-caller".into(), caller.header(&app.tenant).into_bytes()));
-            request.headers.push(("x-wasmkeep-chain".into(), chain.header().into_bytes()));
-            request.headers.push(("x-wasmkeep-app".into(), format!("{}/{}", app.tenant, app.name).into_bytes()));
-            chain
-        }
-        // A socket's events carry no request and no chain.
+    let ends = started + limits.wall_per_event();
+    // A socket's events carry no request and no chain.
+    let chain = match (&envelope.origin, &event) {
+        (Origin::Inside { chain, .. }, GuestEvent::Request(_)) => chain.clone(),
         _ => Chain::new(),
     };
     // Each event runs on the active version's code: after a deploy the
@@ -142,16 +138,19 @@ async fn execute(
     if residence.instance.as_ref().is_some_and(|i| !Arc::ptr_eq(i.component(), &class.component)) {
         residence.instance = None;
     }
+    let context = EventContext { epoch, values, started, chain, limits: limits.clone(), trace: envelope.trace.clone() };
     let instance = match &mut residence.instance {
-        Some(instance) => instance,
+        Some(instance) => {
+            instance.host_mut().begin(context);
+            instance
+        }
         slot @ None => {
-            let host = EventHost::new(node.clone(), actor.clone(), epoch);
+            let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
-            let instance = class.component.instantiate(host, label, ends).await.map_err(EventError::from)?;
+            let instance = class.component.instantiate(host, label, ends).await.map_err(from_failure)?;
             slot.insert(instance)
         }
     };
-    instance.host_mut().begin(epoch, values, started, chain);
     let answer = instance.run(&event, ends).await;
     match answer {
         Ok(answer) => {
@@ -163,9 +162,9 @@ async fn execute(
                     return Err(EventError::InvalidResponse);
                 }
                 // The body limit bounds answers as it bounds requests.
-                if response.body.len() as u64 > node.limits.body_bytes {
+                if response.body.len() as u64 > limits.body_bytes {
                     residence.instance = None;
-                    return Err(EventError::AnswerTooLarge(node.limits.body_bytes));
+                    return Err(EventError::AnswerTooLarge(limits.body_bytes));
                 }
             }
             match instance.host_mut().finish().await {
@@ -175,7 +174,8 @@ async fn execute(
                     // and its sockets close without close events (DESIGN §3.4).
                     residence.epoch = None;
                     residence.instance = None;
-                    node.sockets.close_all(&MailboxKey::of(&actor), 1000, "the actor was deleted");
+                    let deleted = close::ACTOR_DELETED;
+                    node.sockets.close_all(&MailboxKey::of(&actor), deleted.code, deleted.reason);
                     Ok(answer)
                 }
                 Err(e) => {
@@ -192,7 +192,7 @@ async fn execute(
             // Its writes are dropped with the instance.
             residence.instance = None;
             // The runtime logged it, one line, where it happened.
-            Err(EventError::from(failure))
+            Err(from_failure(failure))
         }
     }
 }

@@ -1,18 +1,19 @@
-//! Admission: DESIGN §3.3, in its order, in this one function. It runs on
-//! the actor's task before every event, so each event is judged by the
-//! version active when it starts.
+//! Admission (DESIGN §3.3): runs on the actor's task before every event,
+//! so each event is judged by the version active when it starts. The rules
+//! and their order are `core::admission`'s; this file asks the store and
+//! the pool between them, and resolves once the limits the event runs
+//! under.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
-use tokio::time::Instant;
-use wasmkeep_core::{ActorKey, Address, Refusal};
+use wasmkeep_core::admission::{Before, before_store, capacity_wait, no_capacity};
+use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
 use wasmkeep_storage::{Epoch, Wake};
 
-use crate::NodeInner;
-use crate::actor::Residence;
-use crate::app::{App, Class};
-use crate::mailbox::MailboxKey;
+use crate::residence::Residence;
+use crate::{App, Class, NodeInner};
 
 /// What an admitted event runs with.
 pub(crate) struct Admitted {
@@ -21,52 +22,58 @@ pub(crate) struct Admitted {
     pub actor: ActorKey,
     pub epoch: Epoch,
     pub values: Arc<BTreeMap<String, String>>,
+    /// The limits the event runs under (today the node's; a tenant's plan
+    /// with the hosted service).
+    pub limits: Arc<Limits>,
 }
 
-/// Admits one event for the actor at `key`, from an outside caller or not,
-/// creating the actor only if the event `may_create` it.
-/// `residence` is what the actor already holds: a resident actor is known
-/// to exist and holds a pool instance.
+/// Admits one event of `envelope`, arrived at `arrived`, creating the
+/// actor only if this kind of event `may_create` it. `residence` is what
+/// the actor already holds: a resident actor is known to exist and holds a
+/// pool instance.
 pub(crate) async fn admit(
     node: &NodeInner,
-    key: &MailboxKey,
+    envelope: &Envelope,
     residence: &mut Residence,
-    outside: bool,
     may_create: bool,
     arrived: Instant,
 ) -> Result<Admitted, Refusal> {
-    let app = node.app(key.app).ok_or(Refusal::NoSuchApp)?;
-    // 1. The class is one of the active version's.
+    let app = node.app(envelope.app.id).ok_or(Refusal::NoSuchApp)?;
     let version = app.active().ok_or(Refusal::NoSuchClass)?;
-    let class = version.class(&key.address.class).ok_or(Refusal::NoSuchClass)?.clone();
-    // 2. The name is valid.
-    let name = key.address.actor_name().map_err(Refusal::InvalidName)?;
-    // 3. The early rule.
-    if class.access.refuses_early(outside) {
-        return Err(Refusal::Internal);
-    }
-    // 4. The app's required values are set.
+    let class = version.class(&envelope.target.class).cloned();
     let values = app.values();
-    if let Some(missing) = version.required_values.iter().find(|v| !values.contains_key(*v)) {
-        return Err(Refusal::ValueMissing(missing.clone()));
-    }
-    // 5. Existence: a resident actor exists; otherwise the store answers,
-    //    creating the actor for a caller that may create it.
-    let actor = ActorKey { app: key.app, address: Address::new(class.name.clone(), name) };
+    let missing_value = version.required_values.iter().find(|v| !values.contains_key(*v));
+    let wake = before_store(Before {
+        now: Instant::now(),
+        deadline: envelope.deadline,
+        class: class.as_ref().map(|c| c.access),
+        target: &envelope.target,
+        outside: envelope.origin.is_outside(),
+        missing_value: missing_value.map(String::as_str),
+        may_create,
+    })?;
+    let class = class.expect("a class that passed admission exists");
+    // Existence: a resident actor exists; otherwise the store answers.
+    let actor = ActorKey { app: app.id(), address: Address::new(class.name.clone(), wake.name) };
     let epoch = match residence.epoch {
         Some(epoch) => epoch,
-        None => match node.store.wake(&actor, may_create && class.access.creates(outside), &node.id).await {
+        None => match node.store.wake(&actor, wake.create, &node.id).await {
             Ok(Wake::Owned { epoch, .. }) => *residence.epoch.insert(epoch),
             Ok(Wake::Missing) => return Err(Refusal::NoSuchActor),
             Err(e) => return Err(Refusal::StoreUnavailable(e.to_string())),
         },
     };
-    // 6. Quotas: tenants' plans come with the control plane.
-    // 7. Capacity: a pool instance within the admission wait, counted
-    //    from the event's arrival.
+    let limits = node.limits_for(&envelope.app);
+    // Quotas: tenants' plans come with the hosted service.
+    // Capacity: a pool instance within the admission wait from the event's
+    // arrival, and never past its deadline.
     if residence.lease.is_none() {
-        let wait = (arrived + node.limits.admission_wait()).saturating_duration_since(Instant::now());
-        residence.lease = Some(node.pool.lease(wait).await.ok_or(Refusal::Capacity)?);
+        let now = Instant::now();
+        let wait = capacity_wait(arrived, limits.admission_wait(), envelope.deadline, now);
+        match node.pool.lease(wait).await {
+            Some(lease) => residence.lease = Some(lease),
+            None => return Err(no_capacity(Instant::now(), envelope.deadline)),
+        }
     }
-    Ok(Admitted { app, class, actor, epoch, values })
+    Ok(Admitted { app, class, actor, epoch, values, limits })
 }

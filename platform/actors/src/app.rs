@@ -1,69 +1,69 @@
 //! Apps, their active versions and values, as the node holds them.
 //!
 //! A version is immutable; activating one swaps one pointer, so every
-//! event sees one whole version (the one active when it starts).
+//! event sees one whole version (the one active when it starts). The hosts
+//! its components run with are parameters (`A` for actors, `F` for the
+//! front): this file knows nothing of them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
-use wasmkeep_core::{Access, AppId, ClassName};
-use wasmkeep_runtime::{ActorComponent, FrontComponent};
-
-use crate::front::FrontHost;
-use crate::storage_gate::EventHost;
+use wasmkeep_core::{Access, AppId, AppRef, ClassName};
+use wasmkeep_runtime::{ActorComponent, ActorHost, FrontComponent, GuestHost};
 
 /// A class of a version: its access level and its component.
-pub struct Class {
+pub struct Class<A: ActorHost> {
     pub name: ClassName,
     pub access: Access,
-    pub component: Arc<ActorComponent<EventHost>>,
+    pub component: Arc<ActorComponent<A>>,
 }
 
 /// An active version of an app.
-pub struct Version {
+pub struct Version<A: ActorHost, F: GuestHost> {
     pub number: i64,
     /// The front, which serves every path outside `/actor/`, if any.
-    pub front: Option<Arc<FrontComponent<FrontHost>>>,
-    pub classes: HashMap<String, Arc<Class>>,
+    pub front: Option<Arc<FrontComponent<F>>>,
+    pub classes: HashMap<String, Arc<Class<A>>>,
     pub required_values: Vec<String>,
 }
 
-impl Version {
-    pub fn class(&self, name: &str) -> Option<&Arc<Class>> {
+impl<A: ActorHost, F: GuestHost> Version<A, F> {
+    pub fn class(&self, name: &str) -> Option<&Arc<Class<A>>> {
         self.classes.get(name)
     }
 }
 
 /// One app of one tenant.
-pub struct App {
-    pub id: AppId,
-    pub tenant: String,
-    pub name: String,
+pub struct App<A: ActorHost, F: GuestHost> {
+    /// Who it is: shared by the envelopes of its events.
+    pub reference: Arc<AppRef>,
     /// `tenant/app`, as logs name it.
     pub label: Arc<str>,
-    active: RwLock<Option<Arc<Version>>>,
+    active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
 
-impl App {
-    pub(crate) fn new(id: AppId, tenant: &str, name: &str, values: BTreeMap<String, String>) -> Self {
+impl<A: ActorHost, F: GuestHost> App<A, F> {
+    pub(crate) fn new(reference: AppRef, values: BTreeMap<String, String>) -> Self {
         Self {
-            id,
-            tenant: tenant.to_owned(),
-            name: name.to_owned(),
-            label: format!("{tenant}/{name}").into(),
+            label: reference.to_string().into(),
+            reference: Arc::new(reference),
             active: RwLock::new(None),
             values: RwLock::new(Arc::new(values)),
         }
     }
 
+    pub fn id(&self) -> AppId {
+        self.reference.id
+    }
+
     /// The version events start on now.
-    pub fn active(&self) -> Option<Arc<Version>> {
+    pub fn active(&self) -> Option<Arc<Version<A, F>>> {
         self.active.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn activate(&self, version: Arc<Version>) {
+    pub(crate) fn activate(&self, version: Arc<Version<A, F>>) {
         *self.active.write().unwrap_or_else(|p| p.into_inner()) = Some(version);
     }
 

@@ -1,22 +1,24 @@
 //! `actors.call` (DESIGN §3.7) and `calls.call-many` (seed 0025), for
-//! actors and fronts alike: the checks run in their order, each answering
-//! at once; a call then passes the caller's gate and bounds, goes through
-//! the router, and waits at most until the caller's call deadline. What
-//! differs between an actor and a front is its [`CallSide`].
+//! actors and fronts alike: the checks (`core::call_check`) run in their
+//! order, each answering at once; a call then passes the caller's gate and
+//! bounds, goes through the router with its envelope, and waits at most
+//! until the caller's call deadline. What differs between an actor and a
+//! front is its [`CallSide`].
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use wasmkeep_core::budget::{ResponseBudget, content_length, is_bodyless};
-use wasmkeep_core::{Address, AppId, Caller, Chain, Origin, RawAddress, Refusal, header_range};
+use wasmkeep_core::call_check::{CallCheck, CallRefusal};
+use wasmkeep_core::{
+    Address, AppRef, AsCall, Caller, Chain, Envelope, EventError, Failure, Limits, MailboxKey, Origin, RawAddress,
+    TraceContext, head,
+};
 use wasmkeep_runtime::{CallError, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait};
 
 use crate::NodeInner;
-use crate::event::EventError;
-use crate::mailbox::MailboxKey;
-use crate::router;
 
 /// A front call past the per-actor bound.
 pub(crate) const FRONT_BUSY_ACTOR: &str = "front busy: too many front calls waiting on this actor";
@@ -26,10 +28,14 @@ pub(crate) const FRONT_BUSY_NODE: &str = "front busy: too many front calls waiti
 /// Who makes a call: an actor's event or a front's request.
 pub(crate) trait CallSide: Send {
     fn node(&self) -> &Arc<NodeInner>;
-    fn app(&self) -> AppId;
+    fn app(&self) -> &Arc<AppRef>;
     fn caller(&self) -> Caller;
     /// The actors waiting on the caller (a front is never in a chain).
     fn chain(&self) -> &Chain;
+    /// The limits the caller runs under.
+    fn limits(&self) -> &Limits;
+    /// The trace the caller is part of; its calls carry it on.
+    fn trace(&self) -> &TraceContext;
     /// The caller's call deadline for a call starting at `now`.
     fn deadline(&self, now: Instant) -> Instant;
     /// The output gate: what must be durable before a call leaves.
@@ -43,6 +49,15 @@ pub(crate) trait CallSide: Send {
     fn count(&self, _outcome: &Result<Response, CallError>) {}
 }
 
+fn refused(r: CallRefusal) -> CallError {
+    match r {
+        CallRefusal::InvalidAddress => CallError::InvalidAddress,
+        CallRefusal::TooLarge => CallError::TooLarge,
+        CallRefusal::Reentrant => CallError::Reentrant,
+        CallRefusal::Timeout => CallError::Timeout,
+    }
+}
+
 pub(crate) async fn call<S: CallSide>(side: &mut S, address: String, request: Request) -> Result<Response, CallError> {
     let result = checked_call(side, address, request).await;
     side.count(&result);
@@ -50,21 +65,15 @@ pub(crate) async fn call<S: CallSide>(side: &mut S, address: String, request: Re
 }
 
 async fn checked_call<S: CallSide>(side: &mut S, address: String, request: Request) -> Result<Response, CallError> {
-    let callee = Address::parse(&address).map_err(|_| CallError::InvalidAddress)?;
-    if request.body.len() as u64 > side.node().limits.body_bytes {
-        return Err(CallError::TooLarge);
-    }
-    if side.chain().is_reentrant(&side.caller(), &callee) {
-        return Err(CallError::Reentrant);
-    }
-    let deadline = side.deadline(Instant::now());
-    if Instant::now() >= deadline {
-        return Err(CallError::Timeout);
-    }
+    let now = Instant::now();
+    let caller = side.caller();
+    let deadline = side.deadline(now);
+    let check = CallCheck { caller: &caller, chain: side.chain(), body_limit: side.limits().body_bytes, deadline };
+    let callee = check.call(&address, request.body.len() as u64, now).map_err(refused)?;
     side.gate().await?;
-    let delivery = Delivery::new(side, callee, request);
-    let wait = side.hold(&delivery.key()).map_err(busy)?;
-    delivery.send(deadline, wait).await
+    let delivery = Delivery::new(side, callee, request, deadline);
+    let wait = side.hold(&delivery.envelope.mailbox()).map_err(busy)?;
+    delivery.send(wait).await
 }
 
 /// `calls.call-many` (seed 0025): every entry is a call checked as above,
@@ -73,7 +82,7 @@ pub(crate) async fn call_many<S: CallSide>(
     side: &mut S,
     calls: Vec<(String, Request)>,
 ) -> Vec<Result<Response, CallError>> {
-    let limits = &side.node().limits;
+    let limits = side.limits();
     let n = calls.len();
     // Whole-batch refusals: nothing is started, and a front counts the
     // batch once, however long its list.
@@ -89,21 +98,18 @@ pub(crate) async fn call_many<S: CallSide>(
         return (0..n).map(|_| Err(e.clone())).collect();
     }
 
-    let deadline = side.deadline(Instant::now());
+    let now = Instant::now();
+    let deadline = side.deadline(now);
     let caller = side.caller();
     let mut results: Vec<Option<Result<Response, CallError>>> = (0..n).map(|_| None).collect();
     let mut checked = Vec::new();
-    for (i, (address, request)) in calls.into_iter().enumerate() {
-        let Ok(callee) = Address::parse(&address) else {
-            results[i] = Some(Err(CallError::InvalidAddress));
-            continue;
-        };
-        if Instant::now() >= deadline {
-            results[i] = Some(Err(CallError::Timeout));
-        } else if side.chain().is_reentrant(&caller, &callee) {
-            results[i] = Some(Err(CallError::Reentrant));
-        } else {
-            checked.push((i, callee, request));
+    {
+        let check = CallCheck { caller: &caller, chain: side.chain(), body_limit: limits.body_bytes, deadline };
+        for (i, (address, request)) in calls.into_iter().enumerate() {
+            match check.entry(&address, Instant::now()) {
+                Ok(callee) => checked.push((i, callee, request)),
+                Err(r) => results[i] = Some(Err(refused(r))),
+            }
         }
     }
     if !checked.is_empty()
@@ -117,18 +123,18 @@ pub(crate) async fn call_many<S: CallSide>(
     // its place under the caller's bounds while it waits.
     let mut running = tokio::task::JoinSet::new();
     for (i, callee, request) in checked {
-        let delivery = Delivery::new(side, callee, request);
+        let delivery = Delivery::new(side, callee, request, deadline);
         let method = delivery.request.method.clone();
-        match side.hold(&delivery.key()) {
+        match side.hold(&delivery.envelope.mailbox()) {
             Ok(wait) => {
-                running.spawn(async move { (i, method, delivery.send(deadline, wait).await) });
+                running.spawn(async move { (i, method, delivery.send(wait).await) });
             }
             Err(b) => results[i] = Some(Err(busy(b))),
         }
     }
     // Answers count against the batch's response budget as they arrive
     // (here, whole: a local callee's answer is one piece).
-    let mut budget = ResponseBudget::new(side.node().limits.body_bytes);
+    let mut budget = ResponseBudget::new(side.limits().body_bytes);
     while let Some(joined) = running.join_next().await {
         let Ok((i, method, result)) = joined else { continue };
         results[i] = Some(match result {
@@ -158,38 +164,38 @@ fn busy(b: FrontBusy) -> CallError {
     })
 }
 
-/// One call on its way: everything it needs, owned, so a batch can run its
-/// entries as tasks.
+/// One call on its way: its envelope and request, owned, so a batch can
+/// run its entries as tasks.
 struct Delivery {
     node: Arc<NodeInner>,
-    app: AppId,
-    callee: Address,
-    origin: Origin,
+    envelope: Envelope,
     request: Request,
 }
 
 impl Delivery {
-    fn new<S: CallSide>(side: &S, callee: Address, mut request: Request) -> Self {
+    fn new<S: CallSide>(side: &S, callee: Address, mut request: Request, deadline: Instant) -> Self {
         // The range is the host's: what the caller set of it goes.
-        header_range::strip_pairs(&mut request.headers);
+        head::strip_pairs(&mut request.headers);
         let caller = side.caller();
-        let origin = Origin::Inside { chain: side.chain().extended_by(&caller), caller };
-        Self { node: side.node().clone(), app: side.app(), callee, origin, request }
+        let envelope = Envelope {
+            app: side.app().clone(),
+            target: RawAddress::from(&callee),
+            origin: Origin::Inside { chain: side.chain().extended_by(&caller), caller },
+            deadline,
+            trace: side.trace().clone(),
+        };
+        Self { node: side.node().clone(), envelope, request }
     }
 
-    fn key(&self) -> MailboxKey {
-        MailboxKey { app: self.app, address: RawAddress::from(&self.callee) }
-    }
-
-    /// Sends the call and waits for its answer until `deadline`; `_wait`,
+    /// Sends the call and waits for its answer until its deadline; `_wait`,
     /// the caller's place under its bounds, ends with it.
-    async fn send(self, deadline: Instant, _wait: Option<FrontWait<MailboxKey>>) -> Result<Response, CallError> {
-        let target = RawAddress::from(&self.callee);
-        let delivery = router::deliver(&self.node, self.app, target, self.origin, self.request);
+    async fn send(self, _wait: Option<FrontWait<MailboxKey>>) -> Result<Response, CallError> {
+        let deadline = self.envelope.deadline;
+        let delivery = self.node.router.request(self.envelope, self.request);
         match tokio::time::timeout_at(deadline.into(), delivery).await {
             Err(_elapsed) => Err(CallError::Timeout),
             Ok(Ok(mut response)) => {
-                header_range::strip_pairs(&mut response.headers);
+                head::strip_pairs(&mut response.headers);
                 Ok(response)
             }
             Ok(Err(e)) => answer(e),
@@ -197,27 +203,20 @@ impl Delivery {
     }
 }
 
-/// A callee's failure, as its caller sees it: what the callee itself did
-/// wrong, or its queue being full, is `failed`; a refusal of admission is
-/// the answer HTTP would give (the capacity `503` included).
+/// A callee's failure as its caller sees it: `core::refusal` decides; this
+/// renders it as a call's result.
 fn answer(e: EventError) -> Result<Response, CallError> {
-    let reason = match &e {
-        EventError::AnswerTooLarge(_) => return Err(CallError::TooLarge),
-        EventError::Refused(Refusal::Overloaded) => "callee overloaded",
-        EventError::Trapped => "the callee failed",
-        EventError::Wall => "the callee's event ran past its wall",
-        EventError::InvalidResponse => "the callee answered an invalid response",
-        EventError::ShuttingDown => "the node is shutting down",
-        EventError::Refused(_) => {
-            let a = e.answer();
-            let mut headers = vec![("content-type".to_owned(), b"text/plain; charset=utf-8".to_vec())];
-            if let Some(secs) = a.retry_after {
-                headers.push(("retry-after".to_owned(), secs.to_string().into_bytes()));
-            }
-            return Ok(Response { status: a.status, headers, body: a.text.into_bytes() });
-        }
-    };
-    Err(CallError::Failed(reason.into()))
+    let a = Failure::from(e).answer();
+    match a.as_call {
+        AsCall::Respond => Ok(Response {
+            status: a.status,
+            headers: a.headers().into_iter().map(|(n, v)| (n.to_owned(), v.into_bytes())).collect(),
+            body: a.text.into_bytes(),
+        }),
+        AsCall::Failed(reason) => Err(CallError::Failed(reason.into())),
+        AsCall::TooLarge => Err(CallError::TooLarge),
+        AsCall::Timeout => Err(CallError::Timeout),
+    }
 }
 
 /// How a front's call is counted in `wasmkeep_front_calls_total`.

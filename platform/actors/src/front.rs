@@ -9,42 +9,24 @@ use std::time::Instant;
 use bytes::Bytes;
 use hyper::body::Body;
 use wasmkeep_core::deadline::front_call_deadline;
-use wasmkeep_core::{AppId, Caller, Chain};
+use wasmkeep_core::{AppRef, Caller, Chain, FrontError, Limits, MailboxKey, TraceContext};
 use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, GuestLabel, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease};
 
 use crate::calls::{self, CallSide};
-use crate::mailbox::MailboxKey;
 use crate::{Node, NodeInner};
-
-/// Why a front request got no answer of the front's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrontError {
-    #[error("no such app")]
-    NoSuchApp,
-    /// The app has no front: only `/actor/` paths reach it.
-    #[error("this app has no front; actors are at /actor/<class>/<name>/")]
-    NoFront,
-    /// No slot became free within the slot wait.
-    #[error("too many requests for the fronts of this node; retry shortly")]
-    Busy,
-    /// The front trapped or answered an error.
-    #[error("the front failed")]
-    Trapped,
-    /// The front ran past its request's wall without an answer.
-    #[error("the front did not answer in time")]
-    Wall,
-}
 
 /// The host of one front request: the app's values, the request's start
 /// (its call deadline counts from it) and its slot, held as long as the
 /// instance lives.
 pub struct FrontHost {
     node: Arc<NodeInner>,
-    app: AppId,
+    app: Arc<AppRef>,
     values: Arc<BTreeMap<String, String>>,
+    limits: Arc<Limits>,
     started: Instant,
     chain: Chain,
+    trace: TraceContext,
     _slot: InstanceLease,
     /// What the port holds for as long as the slot (the client's share).
     _with_slot: Box<dyn std::any::Any + Send>,
@@ -58,7 +40,8 @@ impl Node {
     /// instance still running (writing the body) to stop if need be.
     pub async fn serve_front<B>(
         &self,
-        app: AppId,
+        app: &Arc<AppRef>,
+        trace: TraceContext,
         request: http::Request<B>,
         with_slot: Box<dyn std::any::Any + Send>,
     ) -> Result<(http::Response<FrontBody>, FrontRun), FrontError>
@@ -68,21 +51,25 @@ impl Node {
     {
         let started = Instant::now();
         let node = &self.0;
-        let entry = node.app(app).ok_or(FrontError::NoSuchApp)?;
+        let entry = node.app(app.id).ok_or(FrontError::NoSuchApp)?;
         let front = entry.active().and_then(|v| v.front.clone()).ok_or(FrontError::NoFront)?;
-        let slot = node.front_slots.lease(node.limits.front_slot_wait()).await.ok_or(FrontError::Busy)?;
+        let limits = node.limits_for(app);
+        let slot = node.front_slots.lease(limits.front_slot_wait()).await.ok_or(FrontError::Busy)?;
+        let ends = started + limits.front_wall();
         let host = FrontHost {
             node: node.clone(),
-            app,
+            app: app.clone(),
             values: entry.values(),
+            limits,
             started,
             chain: Chain::new(),
+            trace,
             _slot: slot,
             _with_slot: with_slot,
         };
         let label = GuestLabel { app: entry.label.clone(), guest: "_front".into() };
         // The runtime logs a failure, one line, where it happens.
-        front.handle(host, label, request, started + node.limits.front_wall()).await.map_err(|f| match f {
+        front.handle(host, label, request, ends).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
             EventFailure::Trap(_) => FrontError::Trapped,
         })
@@ -110,8 +97,8 @@ impl CallSide for FrontHost {
         &self.node
     }
 
-    fn app(&self) -> AppId {
-        self.app
+    fn app(&self) -> &Arc<AppRef> {
+        &self.app
     }
 
     fn caller(&self) -> Caller {
@@ -122,9 +109,16 @@ impl CallSide for FrontHost {
         &self.chain
     }
 
+    fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn trace(&self) -> &TraceContext {
+        &self.trace
+    }
+
     fn deadline(&self, now: Instant) -> Instant {
-        let limits = &self.node.limits;
-        front_call_deadline(self.started, limits.front_wall(), now, limits.call_limit())
+        front_call_deadline(self.started, self.limits.front_wall(), now, self.limits.call_limit())
     }
 
     async fn gate(&mut self) -> Result<(), CallError> {

@@ -1,7 +1,9 @@
-//! The actor runtime of a node: apps and their versions, mailboxes,
-//! admission, events, the storage gate and hibernation.
+//! The actor runtime of a node: apps and their versions, the router and
+//! mailboxes, admission, events, the actor's host (its storage gate) and
+//! hibernation.
 
 mod actor;
+mod actor_host;
 mod admission;
 mod app;
 mod calls;
@@ -9,33 +11,47 @@ mod event;
 mod front;
 mod mailbox;
 mod metrics;
+mod residence;
 mod router;
 mod sockets;
-mod storage_gate;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
-use wasmkeep_core::{AppId, Limits, Origin, RawAddress};
+use wasmkeep_core::{
+    AppId, AppName, AppRef, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal, TenantId,
+    TraceContext, deadline,
+};
 use wasmkeep_runtime::{EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::Store;
 use wasmkeep_telemetry::Metrics;
 
-pub use app::{App, Class, ClassSpec, Version, VersionSpec};
-pub use event::{ErrorAnswer, EventError};
-pub use front::{FrontError, FrontHost};
+pub use actor_host::ActorEventHost;
+pub use app::{ClassSpec, VersionSpec};
+pub use event::{EventKind, SocketEvent};
+pub use front::FrontHost;
+pub use router::{Answering, Router};
 pub use sockets::SocketOpenError;
-pub use storage_gate::{EventHost, LIST_LIMIT_MAX};
+pub use wasmkeep_core::{EventError, FrontError};
 pub use wasmkeep_runtime::SocketMessage;
 pub use wasmkeep_runtime::{ClientBodyError, FrontBody, FrontRun};
 pub use wasmkeep_runtime::{Request, Response};
 pub use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SocketQueue};
 
 use app::{StoredClass, StoredManifest};
-use mailbox::{MailboxKey, Mailboxes};
+use mailbox::Mailboxes;
+use router::LocalRouter;
+
+/// An app as this node runs it.
+pub type App = app::App<ActorEventHost, FrontHost>;
+/// A version of an app, its components built for this node's hosts.
+pub type Version = app::Version<ActorEventHost, FrontHost>;
+/// A class of a version.
+pub type Class = app::Class<ActorEventHost>;
 
 /// How a node is set up.
 #[derive(Debug, Clone)]
@@ -56,6 +72,8 @@ pub enum DeployFailure {
     Component { class: String, error: wasmkeep_runtime::DeployError },
     #[error("class {0} is named twice")]
     DuplicateClass(String),
+    #[error("{0}")]
+    Name(NameError),
     #[error("store: {0}")]
     Store(#[from] wasmkeep_storage::StoreError),
 }
@@ -78,8 +96,12 @@ pub struct Node(Arc<NodeInner>);
 
 pub(crate) struct NodeInner {
     pub id: String,
-    pub limits: Limits,
-    pub runtime: Runtime<EventHost, FrontHost>,
+    /// The node's limits: what an event runs under unless its tenant's
+    /// plan says otherwise (`limits_for`).
+    pub limits: Arc<Limits>,
+    /// Where each actor lives: every path asks it.
+    pub router: Box<dyn Router>,
+    pub runtime: Runtime<ActorEventHost, FrontHost>,
     pub store: Arc<dyn Store>,
     /// The instances actors may hold.
     pub pool: InstancePool,
@@ -90,13 +112,20 @@ pub(crate) struct NodeInner {
     pub metrics: Arc<Metrics>,
     apps: RwLock<HashMap<AppId, Arc<App>>>,
     pub mailboxes: Mailboxes,
-    /// Every open socket of the node.
-    pub sockets: Registry<MailboxKey>,
+    /// Every open socket of the node, with the envelope its events carry.
+    pub sockets: Registry<MailboxKey, Envelope>,
 }
 
 impl NodeInner {
     pub(crate) fn app(&self, id: AppId) -> Option<Arc<App>> {
         self.apps.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    /// The limits an event of `app` runs under: resolved here, once per
+    /// event (admission, a front request). Today every tenant has the
+    /// node's; the hosted service puts the tenant's plan here.
+    pub(crate) fn limits_for(&self, _app: &AppRef) -> Arc<Limits> {
+        self.limits.clone()
     }
 }
 
@@ -110,8 +139,9 @@ impl Node {
             busy_guests: config.limits.busy_guests(cores),
         };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
-        Ok(Self(Arc::new(NodeInner {
+        Ok(Self(Arc::new_cyclic(|node| NodeInner {
             id: config.id,
+            router: Box::new(LocalRouter { node: node.clone() }),
             pool: InstancePool::new(config.limits.actor_instances() as usize),
             front_slots: InstancePool::new(config.limits.front_slots as usize),
             front_waits: FrontWaits::new(
@@ -126,7 +156,7 @@ impl Node {
                 queue_bytes: config.limits.socket_queue_bytes,
             }),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
-            limits: config.limits,
+            limits: Arc::new(config.limits),
             runtime,
             store,
             apps: RwLock::new(HashMap::new()),
@@ -139,6 +169,16 @@ impl Node {
 
     pub fn app(&self, id: AppId) -> Option<Arc<App>> {
         self.0.app(id)
+    }
+
+    /// The limits an event of `app` runs under.
+    pub fn limits_for(&self, app: &AppRef) -> Arc<Limits> {
+        self.0.limits_for(app)
+    }
+
+    /// Who app `id` is, as envelopes name it.
+    pub fn app_ref(&self, id: AppId) -> Option<Arc<AppRef>> {
+        self.0.app(id).map(|app| app.reference.clone())
     }
 
     /// The node's counters.
@@ -171,6 +211,8 @@ impl Node {
     /// returns run on it.
     pub async fn deploy(&self, tenant: &str, app_name: &str, spec: VersionSpec) -> Result<Deployed, DeployFailure> {
         let inner = &self.0;
+        let tenant = TenantId::parse(tenant).map_err(DeployFailure::Name)?;
+        let app_name = AppName::parse(app_name).map_err(DeployFailure::Name)?;
         let mut seen = HashSet::new();
         if let Some(dup) = spec.classes.iter().find(|c| !seen.insert(c.name.clone())) {
             return Err(DeployFailure::DuplicateClass(dup.name.to_string()));
@@ -208,7 +250,7 @@ impl Node {
         };
         let manifest_json = serde_json::to_string(&manifest).expect("a manifest serializes");
 
-        let app_id = inner.store.ensure_app(tenant, app_name).await?;
+        let app_id = inner.store.ensure_app(tenant.as_str(), app_name.as_str()).await?;
         let active = inner.store.active_version(app_id).await?;
         let (number, new) = match active {
             Some(v)
@@ -223,21 +265,22 @@ impl Node {
                 (n, true)
             }
         };
-        let app = self.app_entry(app_id, tenant, app_name).await?;
+        let app = self.app_entry(AppRef { id: app_id, tenant, name: app_name }).await?;
         // A class the version removes closes its sockets (DESIGN §3.4).
         let removed = |k: &MailboxKey| k.app == app_id && !classes.contains_key(&k.address.class);
-        inner.sockets.close_where(removed, 1001, "the class was removed");
+        let close = wasmkeep_core::close::CLASS_REMOVED;
+        inner.sockets.close_where(removed, close.code, close.reason);
         app.activate(Arc::new(Version { number, front, classes, required_values: spec.required_values }));
         Ok(Deployed { app: app_id, version: number, new })
     }
 
-    async fn app_entry(&self, id: AppId, tenant: &str, name: &str) -> Result<Arc<App>, DeployFailure> {
-        if let Some(app) = self.0.app(id) {
+    async fn app_entry(&self, reference: AppRef) -> Result<Arc<App>, DeployFailure> {
+        if let Some(app) = self.0.app(reference.id) {
             return Ok(app);
         }
-        let values = self.0.store.values(id).await?;
+        let values = self.0.store.values(reference.id).await?;
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
-        Ok(apps.entry(id).or_insert_with(|| Arc::new(App::new(id, tenant, name, values))).clone())
+        Ok(apps.entry(reference.id).or_insert_with(|| Arc::new(App::new(reference, values))).clone())
     }
 
     /// Sets one of the app's values, in the store and for the next events.
@@ -248,16 +291,25 @@ impl Node {
         Ok(())
     }
 
-    /// Delivers a request event to the actor at `target` and waits for its
-    /// answer: from an HTTP client at `/actor/` (`Origin::Outside`) or an
-    /// inside caller.
-    pub async fn request(
+    /// The entry of an embedder (a benchmark, a test, a tool): builds the
+    /// envelope of a request to `target` from `origin`, waiting at most
+    /// the call limit, and delivers it.
+    pub async fn request_to(
         &self,
         app: AppId,
         target: RawAddress,
         origin: Origin,
         request: Request,
     ) -> Result<Response, EventError> {
-        router::deliver(&self.0, app, target, origin, request).await
+        let app = self.app_ref(app).ok_or(EventError::Refused(Refusal::NoSuchApp))?;
+        let deadline = deadline::event_deadline(Instant::now(), self.limits_for(&app).call_limit());
+        let envelope = Envelope { app, target, origin, deadline, trace: TraceContext::default() };
+        self.request(envelope, request).await
+    }
+
+    /// Delivers a request event to the actor its envelope names, through
+    /// the router, and waits for its answer.
+    pub async fn request(&self, envelope: Envelope, request: Request) -> Result<Response, EventError> {
+        self.0.router.request(envelope, request).await
     }
 }

@@ -5,28 +5,12 @@
 //! event is never posted to a task that has ended.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use tokio::sync::mpsc;
-use wasmkeep_core::{ActorKey, AppId, RawAddress, Refusal};
+use wasmkeep_core::{MailboxKey, Refusal};
 
-use crate::NodeInner;
 use crate::event::Event;
-
-/// A mailbox's key: the app and the address as the caller gave it.
-/// Admission validates the address, in its own order, for every event.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct MailboxKey {
-    pub app: AppId,
-    pub address: RawAddress,
-}
-
-impl MailboxKey {
-    /// The mailbox of an actor whose address is validated.
-    pub(crate) fn of(actor: &ActorKey) -> Self {
-        Self { app: actor.app, address: RawAddress::from(&actor.address) }
-    }
-}
 
 pub(crate) struct Mailboxes {
     map: Mutex<HashMap<MailboxKey, mpsc::Sender<Event>>>,
@@ -42,29 +26,40 @@ impl Mailboxes {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `event` for the actor, starting its task if it has none.
-    /// A full queue refuses the event (`callee overloaded`).
-    pub(crate) fn post(&self, node: &Arc<NodeInner>, key: MailboxKey, event: Event) -> Result<(), Refusal> {
+    /// Queues `event` for the actor at `key`, starting its task with
+    /// `start` if it has none. A full queue refuses the event (`callee
+    /// overloaded`).
+    pub(crate) fn post(
+        &self,
+        key: MailboxKey,
+        event: Event,
+        start: impl Fn(&MailboxKey, mpsc::Receiver<Event>),
+    ) -> Result<(), Refusal> {
         let mut map = self.lock();
         let spawn = |key: &MailboxKey| {
             let (tx, rx) = mpsc::channel(self.capacity);
-            tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
+            start(key, rx);
             tx
         };
-        let tx = map.entry(key.clone()).or_insert_with_key(spawn);
-        match tx.try_send(event) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => Err(Refusal::Overloaded),
-            // A task ends without retiring only if it panicked: the actor
-            // gets a new task rather than staying unreachable.
-            Err(mpsc::error::TrySendError::Closed(event)) => {
-                tracing::error!(app = %key.app, "an actor's task ended unexpectedly; restarting it");
-                let tx = spawn(&key);
-                let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
-                map.insert(key, tx);
-                sent
-            }
+        if let Some(tx) = map.get(&key) {
+            return match tx.try_send(event) {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::TrySendError::Full(_)) => Err(Refusal::Overloaded),
+                // A task ends without retiring only if it panicked: the
+                // actor gets a new task rather than staying unreachable.
+                Err(mpsc::error::TrySendError::Closed(event)) => {
+                    tracing::error!(app = %key.app, "an actor's task ended unexpectedly; restarting it");
+                    let tx = spawn(&key);
+                    let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
+                    map.insert(key, tx);
+                    sent
+                }
+            };
         }
+        let tx = spawn(&key);
+        let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
+        map.insert(key, tx);
+        sent
     }
 
     /// Removes the actor's entry if its queue is empty; answers whether the

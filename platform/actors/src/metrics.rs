@@ -16,7 +16,8 @@ impl Source for Node {
         for (key, queued) in self.0.mailboxes.queued() {
             let Some(app) = self.0.app(key.app) else { continue };
             if app.active().is_some_and(|v| v.class(&key.address.class).is_some()) {
-                *depth.entry((app.tenant.clone(), app.name.clone(), key.address.class.clone())).or_default() +=
+                let r = &app.reference;
+                *depth.entry((r.tenant.to_string(), r.name.to_string(), key.address.class.clone())).or_default() +=
                     queued as u64;
             }
         }

@@ -1,42 +1,60 @@
-//! Where an actor lives, answered in one place (DESIGN §8, step 3). HTTP
-//! events and calls alike are delivered here. One node: every actor is
-//! here, in its mailbox; the cluster adds owners elsewhere behind this
-//! function without any caller changing.
+//! Where an actor lives, answered in one place (DESIGN §8, step 3). Every
+//! path asks the router: an HTTP event at `/actor/`, `actors.call`, each
+//! entry of a `call-many`, a socket's open, message and close, a front's
+//! hand-off. One node has one implementation, [`LocalRouter`]: every actor
+//! is here, in its mailbox. The cluster adds a remote one (owner hint,
+//! signed hop, relay, draining hand-off) behind the same trait, and no
+//! caller changes.
+//!
+//! Bodies are whole at both ends (a guest takes and gives `list<u8>`);
+//! a remote router streams them over its hop and hands them on whole.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Weak;
+use std::time::Instant;
 
 use tokio::sync::oneshot;
-use tokio::time::Instant;
-use wasmkeep_core::{AppId, Origin, RawAddress};
+use wasmkeep_core::{Envelope, EventError, Refusal};
 use wasmkeep_runtime::{Request, Response};
 
 use crate::NodeInner;
-use crate::event::{Event, EventError, EventKind};
-use crate::mailbox::MailboxKey;
+use crate::event::{Event, EventKind};
 
-/// Delivers a request event to the actor at `target` and waits for its
-/// answer.
-pub(crate) async fn deliver(
-    node: &Arc<NodeInner>,
-    app: AppId,
-    target: RawAddress,
-    origin: Origin,
-    request: Request,
-) -> Result<Response, EventError> {
-    let (reply, answer) = oneshot::channel();
-    post(node, app, target, origin, EventKind::Request { request, reply })?;
-    answer.await.unwrap_or(Err(EventError::ShuttingDown))
+/// A router's answer, on its way.
+pub type Answering<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Delivers events to the actors their envelopes name.
+pub trait Router: Send + Sync + 'static {
+    /// Delivers any event; its answer, if it has one, goes where the event
+    /// says. A refusal here is the router's own (the mailbox is full).
+    fn post(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal>;
+
+    /// Delivers a request event and waits for the actor's answer, or why
+    /// there is none.
+    fn request(&self, envelope: Envelope, request: Request) -> Answering<'_, Result<Response, EventError>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.post(envelope, EventKind::Request { request, reply })?;
+            answer.await.unwrap_or(Err(EventError::ShuttingDown))
+        })
+    }
 }
 
-/// Posts any event to the actor at `target`; its answer, if it has one,
-/// goes where the event says.
-pub(crate) fn post(
-    node: &Arc<NodeInner>,
-    app: AppId,
-    target: RawAddress,
-    origin: Origin,
-    kind: EventKind,
-) -> Result<(), wasmkeep_core::Refusal> {
-    let event = Event { origin, kind, arrived: Instant::now() };
-    node.mailboxes.post(node, MailboxKey { app, address: target }, event)
+/// Every actor is on this node, in its mailbox.
+pub(crate) struct LocalRouter {
+    /// The node this router is part of (it outlives every call to it).
+    pub node: Weak<NodeInner>,
+}
+
+impl Router for LocalRouter {
+    fn post(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
+        // Only a node being dropped has no strong reference left.
+        let Some(node) = self.node.upgrade() else { return Err(Refusal::Overloaded) };
+        let key = envelope.mailbox();
+        let event = Event { envelope, kind: event, arrived: Instant::now() };
+        node.mailboxes.post(key, event, |key, rx| {
+            tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
+        })
+    }
 }

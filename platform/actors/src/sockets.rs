@@ -1,17 +1,19 @@
 //! An actor's sockets (DESIGN §3.2, seed 0027): opening one runs the
 //! actor's `on-websocket-open`; its messages and its close run through the
-//! actor's mailbox like every event, admitted as the registry's mark says
-//! (inside when the front opened it) and never creating the actor.
+//! router like every event, admitted as the open was (the registry keeps
+//! its envelope) and never creating the actor.
+
+use std::time::Instant;
 
 use tokio::sync::oneshot;
-use wasmkeep_core::{AppId, Caller, Chain, Origin, RawAddress};
+use wasmkeep_core::deadline::{close_deadline, event_deadline};
+use wasmkeep_core::{Envelope, EventError, MailboxKey, close};
 use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
 use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
 
-use crate::event::{EventError, EventKind};
-use crate::mailbox::MailboxKey;
-use crate::storage_gate::EventHost;
-use crate::{Node, router};
+use crate::Node;
+use crate::actor_host::ActorEventHost;
+use crate::event::{EventKind, SocketEvent};
 
 /// Why a socket did not open.
 #[derive(Debug)]
@@ -24,36 +26,22 @@ pub enum SocketOpenError {
     Event(EventError),
 }
 
-/// The origin a socket's events admit with: inside, as the front, when the
-/// front opened it.
-fn origin(from_front: bool) -> Origin {
-    if from_front { Origin::Inside { caller: Caller::Front, chain: Chain::new() } } else { Origin::Outside }
-}
-
 impl Node {
-    /// Opens a socket on the actor at `target` and runs its
+    /// Opens a socket on the actor `envelope` names and runs its
     /// `on-websocket-open(conn, path)`; the queue is the connection's to
     /// drive. Nothing is registered unless the actor accepts.
-    pub async fn open_socket(
-        &self,
-        app: AppId,
-        target: RawAddress,
-        from_front: bool,
-        path: String,
-    ) -> Result<SocketQueue, SocketOpenError> {
+    pub async fn open_socket(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
         let node = &self.0;
-        let key = MailboxKey { app, address: target.clone() };
-        let queue = node.sockets.open(key, from_front).map_err(SocketOpenError::Full)?;
+        let queue = node.sockets.open(envelope.mailbox(), envelope.clone()).map_err(SocketOpenError::Full)?;
         let conn = queue.conn;
         let (reply, answer) = oneshot::channel();
         // Should the client leave while this waits, the guard forgets the
         // socket (and the actor side closes what it accepted).
         let mut opening = Opening { node: self, conn, answer: Some(answer) };
-        let opened =
-            match router::post(node, app, target, origin(from_front), EventKind::SocketOpen { conn, path, reply }) {
-                Ok(()) => opening.answer().await,
-                Err(refusal) => Err(refusal.into()),
-            };
+        let opened = match node.router.post(envelope, EventKind::SocketOpen { conn, path, reply }) {
+            Ok(()) => opening.answer().await,
+            Err(refusal) => Err(refusal.into()),
+        };
         opening.answer = None;
         match opened {
             Ok(Ok(())) => Ok(queue),
@@ -70,7 +58,14 @@ impl Node {
 
     /// A message from the client of socket `conn`.
     pub fn socket_message(&self, conn: ConnId, message: SocketMessage) {
-        self.post_socket_event(conn, EventKind::SocketMessage { conn, message });
+        let Some((_, opened)) = self.0.sockets.get(conn) else { return };
+        let deadline = event_deadline(Instant::now(), self.0.limits_for(&opened.app).call_limit());
+        let envelope = Envelope { deadline, ..opened };
+        let event = EventKind::Socket(SocketEvent::Message { conn, message });
+        if self.0.router.post(envelope, event).is_err() {
+            // A full mailbox cannot take the message: the client learns it.
+            self.0.sockets.force_close(conn, close::OVERLOADED.code, close::OVERLOADED.reason);
+        }
     }
 
     /// The client closed socket `conn` (or its connection was lost: 1006).
@@ -78,9 +73,9 @@ impl Node {
     pub fn socket_closed(&self, conn: ConnId, code: u16, reason: String) {
         let entry = self.0.sockets.get(conn);
         self.0.sockets.remove(conn);
-        if let Some((key, from_front)) = entry {
-            let event = EventKind::SocketClose { conn, code, reason };
-            let _ = router::post(&self.0, key.app, key.address, origin(from_front), event);
+        if let Some((_, opened)) = entry {
+            let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
+            let _ = self.0.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason }));
         }
     }
 
@@ -92,14 +87,6 @@ impl Node {
     /// Sockets open on this node.
     pub fn open_sockets(&self) -> usize {
         self.0.sockets.len()
-    }
-
-    fn post_socket_event(&self, conn: ConnId, event: EventKind) {
-        let Some((key, from_front)) = self.0.sockets.get(conn) else { return };
-        if router::post(&self.0, key.app, key.address, origin(from_front), event).is_err() {
-            // A full mailbox cannot take the message: the client learns it.
-            self.0.sockets.force_close(conn, 1013, "the actor is overloaded");
-        }
     }
 }
 
@@ -126,7 +113,7 @@ impl Drop for Opening<'_> {
         // finds its answer unwanted and does the rest.
         answer.close();
         match answer.try_recv() {
-            Ok(Ok(Ok(()))) => self.node.socket_closed(self.conn, 1006, String::new()),
+            Ok(Ok(Ok(()))) => self.node.socket_closed(self.conn, close::LOST, String::new()),
             // Not answered yet: the actor's side sees the answer unwanted.
             _ => self.node.0.sockets.remove(self.conn),
         }
@@ -134,7 +121,7 @@ impl Drop for Opening<'_> {
 }
 
 /// The `sockets` interface for one resident actor.
-impl EventHost {
+impl ActorEventHost {
     pub(crate) async fn send_on_socket(
         &mut self,
         conn: u64,
@@ -144,17 +131,17 @@ impl EventHost {
             SocketSend::Text(t) => Outgoing::Text(t),
             SocketSend::Binary(b) => Outgoing::Binary(b),
             SocketSend::Close { code, reason } => {
-                if !may_send_close(code) {
+                if !close::may_send(code) {
                     return Err(format!("close code {code} is not one a socket may send"));
                 }
-                if reason.len() > 123 {
+                if reason.len() > close::REASON_MAX {
                     return Ok(Err(SocketError::TooLarge));
                 }
                 Outgoing::Close { code, reason }
             }
         };
         // The output gate: nothing leaves before the writes made before it.
-        self.flush().await.map_err(|e| format!("commit before a socket send failed: {e}"))?;
+        self.gate.flush().await.map_err(|e| format!("commit before a socket send failed: {e}"))?;
         let key = MailboxKey::of(&self.key);
         let closing = matches!(outgoing, Outgoing::Close { .. });
         let sent = self.node.sockets.send(&key, conn, outgoing);
@@ -166,7 +153,8 @@ impl EventHost {
             SendError::NoSuchSocket => SocketError::NoSuchSocket,
             SendError::TooLarge => SocketError::TooLarge,
             SendError::QueueFull => {
-                self.node.sockets.force_close(conn, 1008, "the send queue is full");
+                let full = close::SEND_QUEUE_FULL;
+                self.node.sockets.force_close(conn, full.code, full.reason);
                 SocketError::QueueFull
             }
         }))
@@ -175,9 +163,4 @@ impl EventHost {
     pub(crate) fn sockets_of_actor(&self) -> Vec<u64> {
         self.node.sockets.list(&MailboxKey::of(&self.key))
     }
-}
-
-/// Close codes an endpoint may send (RFC 6455 §7.4).
-fn may_send_close(code: u16) -> bool {
-    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
-use wasmkeep_front::{AppRouting, PublicPort};
+use wasmkeep_edge::{AppRouting, PublicPort};
 use wasmkeep_storage::SqliteStore;
 
 use crate::manifest::{self, Component, Manifest};
@@ -137,7 +137,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     let watch = !args.no_watch;
     tokio::spawn(reload::run(node.clone(), args.app_dir.clone(), manifest.name.clone(), watch, sources));
     let port = PublicPort::new(node, AppRouting::Single(deployed.app));
-    wasmkeep_front::serve(listener, port, async {
+    wasmkeep_edge::serve(listener, port, async {
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("wasmkeep: stopping");
     })

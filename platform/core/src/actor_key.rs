@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::names::Address;
+use crate::names::{Address, RawAddress};
 
 /// An app's id in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,5 +25,20 @@ pub struct ActorKey {
 impl fmt::Display for ActorKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "app {} {}", self.app, self.address)
+    }
+}
+
+/// A mailbox's key: the app and the address as the caller gave it.
+/// Admission validates the address, in its own order, for every event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MailboxKey {
+    pub app: AppId,
+    pub address: RawAddress,
+}
+
+impl MailboxKey {
+    /// The mailbox of an actor whose address is validated.
+    pub fn of(actor: &ActorKey) -> Self {
+        Self { app: actor.app, address: RawAddress::from(&actor.address) }
     }
 }

@@ -16,6 +16,23 @@ pub fn actor_call_deadline(event_start: Instant, wall: Duration, call_start: Ins
     (event_start + wall - answer_margin(wall)).min(call_start + call_limit)
 }
 
+/// How long the longest wait an event may be given is: a day, far past
+/// every limit (the head carries no more).
+pub const FOREVER: Duration = Duration::from_secs(86_400);
+
+/// The deadline of an event whose caller sets none: an HTTP client at
+/// `/actor/`, a socket's open or message. It waits at most the actors'
+/// call limit, as any call does, whoever makes it.
+pub fn event_deadline(arrived: Instant, call_limit: Duration) -> Instant {
+    arrived + call_limit
+}
+
+/// A socket's close always runs, however long it waits: the actor must
+/// learn that its socket is gone.
+pub fn close_deadline(arrived: Instant) -> Instant {
+    arrived + FOREVER
+}
+
 /// What a front keeps of its request's wall to answer after its calls.
 pub const FRONT_ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
@@ -58,6 +75,13 @@ mod tests {
         // The call limit bounds a long wall.
         assert_eq!(actor_call_deadline(t0, S(120), t0 + S(10), S(30)), t0 + S(40));
         assert_eq!(actor_call_deadline(t0, S(120), t0 + S(100), S(30)), t0 + S(115));
+    }
+
+    #[test]
+    fn an_uncalled_event_waits_the_call_limit_and_a_close_forever() {
+        let t0 = Instant::now();
+        assert_eq!(event_deadline(t0, S(30)), t0 + S(30));
+        assert_eq!(close_deadline(t0), t0 + S(86_400));
     }
 
     #[test]

@@ -1,24 +1,32 @@
 //! wasmkeep's sans-IO domain: names and addresses, access rules, the
-//! `x-wasmkeep-` header range, `/actor/` paths, limits, deadlines, budgets and refusals. No
-//! sockets, no clock, no runtime: everything here is pure and tested here.
+//! host's header range (the head) and the envelope, `/actor/` paths,
+//! admission's and calls' rules, limits, deadlines, budgets, refusals and
+//! their answers, close codes. No sockets, no clock, no runtime:
+//! everything here is pure and tested here.
 
 pub mod access;
 pub mod actor_key;
+pub mod admission;
 pub mod budget;
+pub mod call_check;
 pub mod caller;
+pub mod close;
 pub mod connection;
 pub mod deadline;
+pub mod envelope;
 pub mod handoff;
-pub mod header_range;
+pub mod head;
 pub mod limits;
+pub mod listing;
 pub mod names;
 pub mod path;
 pub mod refusal;
 pub mod response;
 
 pub use access::Access;
-pub use actor_key::{ActorKey, AppId};
+pub use actor_key::{ActorKey, AppId, MailboxKey};
 pub use caller::{Caller, Chain, Origin};
+pub use envelope::{AppRef, Envelope, TraceContext};
 pub use limits::Limits;
-pub use names::{ActorName, Address, ClassName, NameError, RawAddress};
-pub use refusal::Refusal;
+pub use names::{ActorName, Address, AppName, ClassName, NameError, RawAddress, TenantId};
+pub use refusal::{Answer, AsCall, EventError, Failure, FrontError, PortError, Refusal};

@@ -38,6 +38,10 @@ pub enum NameError {
     BadEncoding,
     #[error("address is not class/name")]
     NoSlash,
+    #[error("tenant id must be 1-63 of a-z, 0-9, '-' and '_', starting with a letter")]
+    BadTenant,
+    #[error("app name must be 1-63 of a-z, 0-9, '-' and '_'")]
+    BadAppName,
 }
 
 /// A valid class name: 1–63 of `a-z0-9-_`, starting with a letter.
@@ -72,6 +76,55 @@ fn check_class(s: &str) -> Result<(), NameError> {
 }
 
 impl fmt::Display for ClassName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A tenant: named like a class (1–63 of `a-z0-9-_`, starting with a
+/// letter), so it can stand first in a caller value and a metric label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(String);
+
+impl TenantId {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check_class(s).map_err(|_| NameError::BadTenant)?;
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An app's name within its tenant: 1–63 of `a-z0-9-_` (a manifest's
+/// `name`; it may start with a digit).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AppName(String);
+
+impl AppName {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        let ok = !s.is_empty()
+            && s.len() <= CLASS_NAME_MAX
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(NameError::BadAppName);
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AppName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -127,6 +180,11 @@ impl fmt::Display for ActorName {
 /// Percent-encodes `s` the way names are encoded in paths and headers.
 pub fn encode(s: &str) -> String {
     utf8_percent_encode(s, NAME_ENCODE_SET).to_string()
+}
+
+/// Percent-encodes raw bytes the same way (a name not validated yet).
+pub fn encode_bytes(b: &[u8]) -> String {
+    percent_encoding::percent_encode(b, NAME_ENCODE_SET).to_string()
 }
 
 /// Percent-decodes `s` into bytes (not necessarily UTF-8). Strict: a `%`
@@ -217,6 +275,21 @@ mod tests {
         assert_eq!(ClassName::parse("rOom"), Err(NameError::ClassChar));
         assert_eq!(ClassName::parse("ro.om"), Err(NameError::ClassChar));
         assert_eq!(ClassName::parse("roé"), Err(NameError::ClassChar));
+    }
+
+    #[test]
+    fn tenants_and_app_names() {
+        for ok in ["t", "acme", "dev", "other-tenant", "a_1", &"a".repeat(63)] {
+            assert_eq!(TenantId::parse(ok).unwrap().as_str(), ok);
+            assert!(AppName::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "1a", "_x", "Acme", "a.b", "a/b", "é", &"a".repeat(64)] {
+            assert_eq!(TenantId::parse(bad), Err(NameError::BadTenant), "{bad}");
+        }
+        assert!(AppName::parse("1shop").is_ok());
+        for bad in ["", "Shop", "a b", "a/b", "a.b", &"a".repeat(64)] {
+            assert_eq!(AppName::parse(bad), Err(NameError::BadAppName), "{bad}");
+        }
     }
 
     #[test]

@@ -1,8 +1,13 @@
-//! Why the host did not run an event. Each refusal becomes one HTTP answer
-//! (in the front's error layer) or one call error; nothing else decides.
+//! Why the host did not run an event or serve a request, and how each
+//! reason is answered: the one mapping from every refusal and failure to
+//! its status, `Retry-After`, the text a client reads (never host detail),
+//! what a call sees, and how a socket closes. The public port, a call's
+//! error and a socket's close are thin renderers of [`Answer`].
 
+use crate::close::{self, Close};
 use crate::names::NameError;
 
+/// Why admission did not run an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// No app answers at this host name.
@@ -29,7 +34,355 @@ pub enum Refusal {
     /// No pool instance was free within the admission wait.
     #[error("no capacity for this actor now")]
     Capacity,
+    /// The caller's deadline passed before the event could start: it
+    /// never starts.
+    #[error("the actor could not take the request before its deadline")]
+    DeadlinePassed,
     /// The store failed; the text is for the log, not the client.
     #[error("store unavailable")]
     StoreUnavailable(String),
+}
+
+/// Why an event gave no response of the actor's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// Admission refused it; the refusal says why.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The guest trapped; its writes were rolled back.
+    #[error("the actor failed")]
+    Trapped,
+    /// The event ran past its wall and was cut; its writes were rolled back.
+    #[error("the actor's event ran past its wall")]
+    Wall,
+    /// The actor answered what HTTP cannot carry (a bad status or header);
+    /// its writes were rolled back.
+    #[error("the actor answered an invalid response")]
+    InvalidResponse,
+    /// The actor's answer is over the body limit; its writes were rolled
+    /// back.
+    #[error("the actor's answer is over {0} bytes")]
+    AnswerTooLarge(u64),
+    /// The node is stopping.
+    #[error("the node is shutting down")]
+    ShuttingDown,
+}
+
+/// Why a front request got no answer of the front's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontError {
+    #[error("no such app")]
+    NoSuchApp,
+    /// The app has no front: only `/actor/` paths reach it.
+    #[error("this app has no front; actors are at /actor/<class>/<name>/")]
+    NoFront,
+    /// No slot became free within the slot wait (or the client holds its
+    /// share of them).
+    #[error("too many requests for the fronts of this node; retry shortly")]
+    Busy,
+    /// The front trapped, answered an error, or asked for a broken hand-off.
+    #[error("the front failed")]
+    Trapped,
+    /// The front ran past its request's wall without an answer.
+    #[error("the front did not answer in time")]
+    Wall,
+}
+
+/// What the public port itself refuses, before any event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    #[error("request body is over {0} bytes")]
+    BodyTooLarge(u64),
+    #[error("request body could not be read")]
+    BodyUnreadable,
+    /// The body came slower than the minimum rate.
+    #[error("the request body arrived too slowly")]
+    BodyTooSlow,
+    /// The node holds its budget of request bodies.
+    #[error("the node holds too many request bodies; retry shortly")]
+    BodiesFull,
+    #[error("request has no Host header, or more than one")]
+    NoHost,
+    /// Too many sockets on the actor or the node.
+    #[error("too many sockets; retry later")]
+    SocketsFull,
+    /// The actor's `on-websocket-open` refused a socket, with its reason.
+    #[error("{0}")]
+    SocketRefused(String),
+}
+
+/// Every failure a request can meet on its way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    #[error(transparent)]
+    Event(#[from] EventError),
+    #[error(transparent)]
+    Front(#[from] FrontError),
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+impl From<Refusal> for Failure {
+    fn from(r: Refusal) -> Self {
+        Self::Event(EventError::Refused(r))
+    }
+}
+
+/// What a call sees of a callee's failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsCall {
+    /// The answer's status and text, as HTTP would have them.
+    Respond,
+    /// `failed`, with a reason for the calling guest.
+    Failed(&'static str),
+    /// `too-large`.
+    TooLarge,
+    /// `timeout`.
+    Timeout,
+}
+
+/// How one failure is answered, wherever it is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<u32>,
+    /// The body a client (or a calling guest) reads, whole: host texts end
+    /// with a newline; an actor's own refusal reason is passed as it is.
+    pub text: String,
+    /// Whether the connection closes after the answer (the rest of a slow
+    /// body is not worth waiting for).
+    pub close_connection: bool,
+    /// What a call sees instead of a response, if anything.
+    pub as_call: AsCall,
+    /// How a socket whose event met this failure closes; `None` leaves it
+    /// open.
+    pub close: Option<Close>,
+}
+
+impl Answer {
+    /// The answer's headers, the same through the public port and in a
+    /// call's response.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("content-type", "text/plain; charset=utf-8".to_owned())];
+        if let Some(secs) = self.retry_after {
+            headers.push(("retry-after", secs.to_string()));
+        }
+        if self.close_connection {
+            headers.push(("connection", "close".to_owned()));
+        }
+        headers
+    }
+}
+
+impl Failure {
+    pub fn answer(&self) -> Answer {
+        let (status, retry_after) = self.status();
+        let text = match self {
+            Self::Port(PortError::SocketRefused(reason)) => reason.clone(),
+            other => format!("{other}\n"),
+        };
+        Answer {
+            status,
+            retry_after,
+            text,
+            close_connection: matches!(self, Self::Port(PortError::BodyTooSlow)),
+            as_call: self.as_call(),
+            close: self.close(),
+        }
+    }
+
+    fn status(&self) -> (u16, Option<u32>) {
+        match self {
+            Self::Event(EventError::Refused(r)) => match r {
+                Refusal::NoSuchApp | Refusal::NoSuchClass | Refusal::NoSuchActor => (404, None),
+                Refusal::InvalidName(_) => (400, None),
+                Refusal::Internal => (403, None),
+                Refusal::ValueMissing(_) => (503, Some(10)),
+                Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
+                Refusal::DeadlinePassed => (504, None),
+            },
+            Self::Event(EventError::Trapped | EventError::InvalidResponse | EventError::AnswerTooLarge(_)) => {
+                (500, None)
+            }
+            Self::Event(EventError::Wall) => (504, None),
+            Self::Event(EventError::ShuttingDown) => (503, Some(1)),
+            Self::Front(FrontError::NoSuchApp | FrontError::NoFront) => (404, None),
+            Self::Front(FrontError::Busy) => (503, Some(1)),
+            Self::Front(FrontError::Trapped) => (500, None),
+            Self::Front(FrontError::Wall) => (504, None),
+            Self::Port(PortError::BodyTooLarge(_)) => (413, None),
+            Self::Port(PortError::BodyUnreadable | PortError::NoHost) => (400, None),
+            Self::Port(PortError::BodyTooSlow) => (408, None),
+            Self::Port(PortError::BodiesFull) => (503, Some(1)),
+            Self::Port(PortError::SocketsFull) => (503, Some(5)),
+            Self::Port(PortError::SocketRefused(_)) => (403, None),
+        }
+    }
+
+    /// A callee's failure as its caller sees it: what the callee itself did
+    /// wrong, or its queue being full, is `failed`; a refusal of admission
+    /// is the answer HTTP would give (the capacity `503` included).
+    fn as_call(&self) -> AsCall {
+        match self {
+            Self::Event(EventError::AnswerTooLarge(_)) => AsCall::TooLarge,
+            Self::Event(EventError::Refused(Refusal::DeadlinePassed)) => AsCall::Timeout,
+            Self::Event(EventError::Refused(Refusal::Overloaded)) => AsCall::Failed("callee overloaded"),
+            Self::Event(EventError::Trapped) => AsCall::Failed("the callee failed"),
+            Self::Event(EventError::Wall) => AsCall::Failed("the callee's event ran past its wall"),
+            Self::Event(EventError::InvalidResponse) => AsCall::Failed("the callee answered an invalid response"),
+            Self::Event(EventError::ShuttingDown) => AsCall::Failed("the node is shutting down"),
+            _ => AsCall::Respond,
+        }
+    }
+
+    /// A socket whose actor can no longer take its events closes: a deploy
+    /// made the class internal or removed it, the actor is gone, or its
+    /// mailbox is full. Any other failure leaves it open.
+    fn close(&self) -> Option<Close> {
+        match self {
+            Self::Event(EventError::Refused(r)) => match r {
+                Refusal::Internal => Some(close::CLASS_INTERNAL),
+                Refusal::NoSuchClass => Some(close::CLASS_REMOVED),
+                Refusal::NoSuchActor => Some(close::ACTOR_GONE),
+                Refusal::Overloaded | Refusal::DeadlinePassed => Some(close::OVERLOADED),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_failure() -> Vec<Failure> {
+        let refusals = [
+            Refusal::NoSuchApp,
+            Refusal::NoSuchClass,
+            Refusal::InvalidName(NameError::EmptyName),
+            Refusal::Internal,
+            Refusal::ValueMissing("K".into()),
+            Refusal::NoSuchActor,
+            Refusal::Overloaded,
+            Refusal::Capacity,
+            Refusal::DeadlinePassed,
+            Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
+        ];
+        let events = [
+            EventError::Trapped,
+            EventError::Wall,
+            EventError::InvalidResponse,
+            EventError::AnswerTooLarge(16),
+            EventError::ShuttingDown,
+        ];
+        let fronts =
+            [FrontError::NoSuchApp, FrontError::NoFront, FrontError::Busy, FrontError::Trapped, FrontError::Wall];
+        let ports = [
+            PortError::BodyTooLarge(16),
+            PortError::BodyUnreadable,
+            PortError::BodyTooSlow,
+            PortError::BodiesFull,
+            PortError::NoHost,
+            PortError::SocketsFull,
+            PortError::SocketRefused("no room".into()),
+        ];
+        refusals
+            .into_iter()
+            .map(Failure::from)
+            .chain(events.into_iter().map(Failure::from))
+            .chain(fronts.into_iter().map(Failure::from))
+            .chain(ports.into_iter().map(Failure::from))
+            .collect()
+    }
+
+    #[test]
+    fn every_failure_has_one_answer() {
+        let table: Vec<(u16, Option<u32>, &str)> = every_failure()
+            .iter()
+            .map(|f| {
+                let a = f.answer();
+                (a.status, a.retry_after, &*Box::leak(a.text.into_boxed_str()))
+            })
+            .collect();
+        assert_eq!(
+            table,
+            [
+                (404, None, "no such app\n"),
+                (404, None, "no such actor class\n"),
+                (400, None, "actor name is empty\n"),
+                (403, None, "actor class is internal\n"),
+                (503, Some(10), "app value K is not set\n"),
+                (404, None, "no such actor\n"),
+                (503, Some(1), "callee overloaded\n"),
+                (503, Some(1), "no capacity for this actor now\n"),
+                (504, None, "the actor could not take the request before its deadline\n"),
+                (503, Some(1), "store unavailable\n"),
+                (500, None, "the actor failed\n"),
+                (504, None, "the actor's event ran past its wall\n"),
+                (500, None, "the actor answered an invalid response\n"),
+                (500, None, "the actor's answer is over 16 bytes\n"),
+                (503, Some(1), "the node is shutting down\n"),
+                (404, None, "no such app\n"),
+                (404, None, "this app has no front; actors are at /actor/<class>/<name>/\n"),
+                (503, Some(1), "too many requests for the fronts of this node; retry shortly\n"),
+                (500, None, "the front failed\n"),
+                (504, None, "the front did not answer in time\n"),
+                (413, None, "request body is over 16 bytes\n"),
+                (400, None, "request body could not be read\n"),
+                (408, None, "the request body arrived too slowly\n"),
+                (503, Some(1), "the node holds too many request bodies; retry shortly\n"),
+                (400, None, "request has no Host header, or more than one\n"),
+                (503, Some(5), "too many sockets; retry later\n"),
+                (403, None, "no room"),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_host_detail_reaches_the_client() {
+        for f in every_failure() {
+            let text = f.answer().text;
+            assert!(!text.contains("/var/lib") && !text.contains("disk"), "{text}");
+        }
+    }
+
+    #[test]
+    fn only_a_slow_body_closes_the_connection() {
+        for f in every_failure() {
+            assert_eq!(f.answer().close_connection, f == PortError::BodyTooSlow.into(), "{f:?}");
+        }
+        let h = |f: Failure| f.answer().headers();
+        assert_eq!(h(Refusal::NoSuchActor.into()), [("content-type", "text/plain; charset=utf-8".to_owned())]);
+        assert_eq!(h(Refusal::Capacity.into())[1], ("retry-after", "1".to_owned()));
+        assert_eq!(h(PortError::BodyTooSlow.into())[1], ("connection", "close".to_owned()));
+    }
+
+    #[test]
+    fn a_call_sees_what_the_callee_did_wrong_as_failed_and_a_refusal_as_its_answer() {
+        let call = |f: Failure| f.answer().as_call;
+        assert_eq!(call(EventError::AnswerTooLarge(1).into()), AsCall::TooLarge);
+        assert_eq!(call(Refusal::DeadlinePassed.into()), AsCall::Timeout);
+        assert_eq!(call(Refusal::Overloaded.into()), AsCall::Failed("callee overloaded"));
+        assert_eq!(call(EventError::Trapped.into()), AsCall::Failed("the callee failed"));
+        assert_eq!(call(EventError::Wall.into()), AsCall::Failed("the callee's event ran past its wall"));
+        assert_eq!(call(EventError::InvalidResponse.into()), AsCall::Failed("the callee answered an invalid response"));
+        assert_eq!(call(EventError::ShuttingDown.into()), AsCall::Failed("the node is shutting down"));
+        for r in [Refusal::NoSuchClass, Refusal::NoSuchActor, Refusal::Internal, Refusal::Capacity] {
+            assert_eq!(call(r.into()), AsCall::Respond);
+        }
+    }
+
+    #[test]
+    fn a_socket_closes_only_when_its_actor_cannot_take_it() {
+        let close = |f: Failure| f.answer().close.map(|c| c.code);
+        assert_eq!(close(Refusal::Internal.into()), Some(1008));
+        assert_eq!(close(Refusal::NoSuchClass.into()), Some(1001));
+        assert_eq!(close(Refusal::NoSuchActor.into()), Some(1000));
+        assert_eq!(close(Refusal::Overloaded.into()), Some(1013));
+        assert_eq!(close(Refusal::DeadlinePassed.into()), Some(1013));
+        for f in [EventError::Trapped.into(), EventError::Wall.into(), Failure::from(Refusal::Capacity)] {
+            assert_eq!(close(f), None);
+        }
+    }
 }

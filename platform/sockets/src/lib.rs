@@ -62,21 +62,22 @@ pub enum SendError {
     QueueFull,
 }
 
-struct Entry<K> {
+struct Entry<K, O> {
     actor: K,
-    from_front: bool,
+    origin: O,
     tx: mpsc::UnboundedSender<Outgoing>,
     queued: Arc<AtomicU64>,
 }
 
-struct Inner<K> {
-    sockets: HashMap<ConnId, Entry<K>>,
+struct Inner<K, O> {
+    sockets: HashMap<ConnId, Entry<K, O>>,
     by_actor: HashMap<K, BTreeSet<ConnId>>,
 }
 
-/// Every open socket of the node.
-pub struct Registry<K> {
-    inner: Mutex<Inner<K>>,
+/// Every open socket of the node: each with its actor `K` and where its
+/// events come from, `O` (what they are admitted as).
+pub struct Registry<K, O> {
+    inner: Mutex<Inner<K, O>>,
     next: AtomicU64,
     limits: SocketLimits,
 }
@@ -96,7 +97,7 @@ impl SocketQueue {
     }
 }
 
-impl<K: Hash + Eq + Clone> Registry<K> {
+impl<K: Hash + Eq + Clone, O: Clone> Registry<K, O> {
     pub fn new(limits: SocketLimits) -> Self {
         Self {
             inner: Mutex::new(Inner { sockets: HashMap::new(), by_actor: HashMap::new() }),
@@ -105,12 +106,12 @@ impl<K: Hash + Eq + Clone> Registry<K> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, O>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a socket of `actor`, marked as the front's or not.
-    pub fn open(&self, actor: K, from_front: bool) -> Result<SocketQueue, OpenRefusal> {
+    /// Registers a socket of `actor`, whose events come from `origin`.
+    pub fn open(&self, actor: K, origin: O) -> Result<SocketQueue, OpenRefusal> {
         let mut inner = self.lock();
         if inner.sockets.len() >= self.limits.per_node {
             return Err(OpenRefusal::NodeFull);
@@ -122,13 +123,13 @@ impl<K: Hash + Eq + Clone> Registry<K> {
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicU64::new(0));
         inner.by_actor.entry(actor.clone()).or_default().insert(conn);
-        inner.sockets.insert(conn, Entry { actor, from_front, tx, queued: queued.clone() });
+        inner.sockets.insert(conn, Entry { actor, origin, tx, queued: queued.clone() });
         Ok(SocketQueue { conn, rx, queued })
     }
 
-    /// The socket's actor and mark.
-    pub fn get(&self, conn: ConnId) -> Option<(K, bool)> {
-        self.lock().sockets.get(&conn).map(|e| (e.actor.clone(), e.from_front))
+    /// The socket's actor and origin.
+    pub fn get(&self, conn: ConnId) -> Option<(K, O)> {
+        self.lock().sockets.get(&conn).map(|e| (e.actor.clone(), e.origin.clone()))
     }
 
     /// Queues `message` on `actor`'s socket `conn`.
@@ -205,7 +206,7 @@ impl<K: Hash + Eq + Clone> Registry<K> {
 mod tests {
     use super::*;
 
-    fn registry(per_actor: usize, per_node: usize) -> Registry<&'static str> {
+    fn registry(per_actor: usize, per_node: usize) -> Registry<&'static str, bool> {
         Registry::new(SocketLimits { per_actor, per_node, message_bytes: 10, queue_bytes: 25 })
     }
 

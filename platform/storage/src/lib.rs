@@ -11,6 +11,8 @@
 //! so two owners never both write one actor.
 
 mod sqlite;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::collections::BTreeMap;
 

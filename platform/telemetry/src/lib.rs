@@ -56,6 +56,20 @@ pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "time
 /// The outcomes of a front's call (each entry of a batch is one).
 pub const FRONT_CALL_OUTCOMES: &[&str] =
     &["ok", "invalid_address", "too_large", "timeout", "reentrant", "busy", "failed"];
+/// Why admission refused an event (`deadline`: the caller had stopped
+/// waiting before the event could start; it never started).
+pub const REFUSAL_REASONS: &[&str] = &[
+    "no_such_app",
+    "no_such_class",
+    "invalid_name",
+    "internal",
+    "value_missing",
+    "no_such_actor",
+    "overloaded",
+    "capacity",
+    "deadline",
+    "store_unavailable",
+];
 /// What a node forwards to another node.
 pub const FORWARD_KINDS: &[&str] = &["call", "request", "upgrade"];
 
@@ -64,6 +78,7 @@ pub struct Metrics {
     pub front_requests: CounterFamily,
     pub front_calls: CounterFamily,
     pub forwards: CounterFamily,
+    pub refusals: CounterFamily,
 }
 
 impl Default for Metrics {
@@ -87,6 +102,12 @@ impl Default for Metrics {
                 "kind",
                 FORWARD_KINDS,
             ),
+            refusals: CounterFamily::new(
+                "wasmkeep_refusals_total",
+                "Events admission refused, by reason.",
+                "reason",
+                REFUSAL_REASONS,
+            ),
         }
     }
 }
@@ -96,6 +117,7 @@ impl Source for Metrics {
         self.front_requests.write(out);
         self.front_calls.write(out);
         self.forwards.write(out);
+        self.refusals.write(out);
     }
 }
 

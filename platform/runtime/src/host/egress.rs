@@ -1,6 +1,6 @@
 //! The egress sender: every outbound HTTP request a guest makes, actor or
 //! front, leaves through here (`wasi:http/outgoing-handler`). The answer's
-//! headers and trailers lose the host's `x-wasmkeep-` range before the
+//! headers and trailers lose the host's header range before the
 //! guest sees them: an upstream cannot pose as the host.
 
 use std::future::Future;
@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use wasmkeep_core::header_range;
+use wasmkeep_core::head;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiHttpHooks};
 
 type WasiBody = UnsyncBoxBody<Bytes, Error>;
@@ -77,8 +77,8 @@ async fn send(
     }?;
 
     let (mut parts, body) = response.into_parts();
-    header_range::strip(&mut parts.headers);
-    let body = body.map_err(Error::from).map_frame(header_range::strip_trailers).boxed_unsync();
+    head::strip(&mut parts.headers);
+    let body = body.map_err(Error::from).map_frame(head::strip_trailers).boxed_unsync();
     let io: Io = Box::new(async move {
         match connection.await {
             Ok(result) => result.map_err(Error::from),

@@ -8,10 +8,12 @@ pub use w::CallError;
 /// Calls the actor at `address` (`class/name`) and waits for its answer,
 /// an error, or this event's call deadline.
 ///
-/// The callee sees a request event with `x-wasmkeep-caller`,
-/// `x-wasmkeep-chain` and `x-wasmkeep-app` set by the host (any of that
-/// range set here is dropped). Calling this actor itself, or an actor
-/// waiting on this event, fails `reentrant` at once.
+/// The callee sees a request event with [`crate::head::CALLER`],
+/// [`crate::head::CHAIN`] and [`crate::head::APP`] set by the host (any
+/// header of the reserved range set here is dropped); it reads them with
+/// [`Request::caller`], [`Request::chain`] and [`Request::app`]. Calling
+/// this actor itself, or an actor waiting on this event, fails `reentrant`
+/// at once.
 pub fn call(address: &str, request: Request) -> Result<Response, CallError> {
     w::call(address, &request.into()).map(Response::from)
 }

@@ -28,6 +28,8 @@
 pub use crate::http::{Request, Response, is_websocket};
 pub use crate::values;
 
+use crate::head;
+
 /// Hands a WebSocket upgrade to the actor `class/name`: its
 /// `on-websocket-open` sees `path` (starting with `/`, query included).
 /// Answer this to a request for which [`is_websocket`] holds; the host
@@ -38,9 +40,9 @@ pub use crate::values;
 /// with the actor's reason.
 pub fn hand_off(class: &str, name: &str, path: &str) -> Response {
     Response::text(426, "websocket upgrade required")
-        .header("x-wasmkeep-handoff-class", class)
-        .header("x-wasmkeep-handoff-name", crate::http::percent_encode(name))
-        .header("x-wasmkeep-handoff-path", path)
+        .header(head::HANDOFF_CLASS, class)
+        .header(head::HANDOFF_NAME, head::encode_name(name))
+        .header(head::HANDOFF_PATH, path)
 }
 
 /// Calls to the app's actors, from a front: the same as an actor's.

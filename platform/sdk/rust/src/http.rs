@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::head;
 use crate::wit::actors as w;
 
 /// A request event: an HTTP request at `/actor/<class>/<name>/...` (the
@@ -61,6 +62,28 @@ impl Request {
     /// The first value of a header, if it is UTF-8.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).and_then(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
+    /// Who calls, when an actor or the front of the app calls ([`head::CALLER`]);
+    /// `None` for an outside caller (an HTTP client), whose request has no
+    /// such header. Only the host sets it: the reserved range
+    /// ([`head::PREFIX`]) is removed from what clients send and from what
+    /// callers put on a call.
+    pub fn caller(&self) -> Option<head::Caller> {
+        head::parse_caller(self.header(head::CALLER)?)
+    }
+
+    /// The actors waiting on this call, oldest first ([`head::CHAIN`]):
+    /// empty when only the caller waits, `None` for an outside caller. Set
+    /// only by the host, like [`Request::caller`].
+    pub fn chain(&self) -> Option<Vec<head::ActorRef>> {
+        head::parse_chain(self.header(head::CHAIN)?)
+    }
+
+    /// The tenant and app of an inside call ([`head::APP`]); `None` for an
+    /// outside caller. Set only by the host, like [`Request::caller`].
+    pub fn app(&self) -> Option<(String, String)> {
+        head::parse_app(self.header(head::APP)?)
     }
 
     /// The body as text, if it is UTF-8.
@@ -146,30 +169,18 @@ impl From<w::Response> for Response {
     }
 }
 
-/// Percent-encodes every byte but ASCII letters, digits and `-._~`, as
-/// names are encoded in paths and in the host's headers.
-pub(crate) fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Whether `request` is a WebSocket upgrade the host kept aside for the
-/// front (it sets `x-wasmkeep-upgrade: websocket`; no client can). A front
-/// answers one with [`crate::front::hand_off`], or with any response to
-/// refuse it.
+/// front: the host sets [`head::UPGRADE`] to exactly
+/// [`head::UPGRADE_WEBSOCKET`], and no client can. A front answers one with
+/// [`crate::front::hand_off`], or with any response to refuse it.
 pub fn is_websocket(request: &Request) -> bool {
-    request.header("x-wasmkeep-upgrade") == Some("websocket")
+    request.header(head::UPGRADE) == Some(head::UPGRADE_WEBSOCKET)
 }
 
-/// Decodes `%XX` escapes; `None` if the result is not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
+/// Decodes `%XX` escapes; `None` if the result is not UTF-8. Lenient, as
+/// URLs need: a `%` that begins no escape stays as it is (names in the head
+/// are decoded strictly, by [`head::decode_name`]).
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -213,8 +224,8 @@ mod tests {
 
     #[test]
     fn names_are_encoded_as_the_host_decodes_them() {
-        assert_eq!(percent_encode("lobby/main é~-._"), "lobby%2Fmain%20%C3%A9~-._");
-        assert_eq!(percent_decode(&percent_encode("a/b c%")), Some("a/b c%".into()));
+        assert_eq!(head::encode_name("lobby/main é~-._"), "lobby%2Fmain%20%C3%A9~-._");
+        assert_eq!(percent_decode(&head::encode_name("a/b c%")), Some("a/b c%".into()));
     }
 
     #[test]

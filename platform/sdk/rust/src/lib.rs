@@ -37,6 +37,7 @@ pub mod bindings {
 pub mod actors;
 pub mod calls;
 pub mod front;
+pub mod head;
 mod http;
 pub mod sockets;
 pub mod storage;

@@ -3,36 +3,37 @@
 //! range (removed at the edge); the front's answer loses the range too,
 //! from its headers and its trailers, on its way out.
 //!
-//! A WebSocket upgrade is kept aside and marked `x-wasmkeep-upgrade:
-//! websocket` (seed 0027); the front's answer to it may hand the socket to
+//! A WebSocket upgrade is kept aside and marked with the head's upgrade
+//! mark (seed 0027); the front's answer to it may hand the socket to
 //! an actor with the three hand-off headers, honoured on a marked request
 //! only.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use wasmkeep_actors::FrontError;
-use wasmkeep_core::handoff::{self, UPGRADE_MARK, UPGRADE_WEBSOCKET, is_websocket_upgrade};
-use wasmkeep_core::{AppId, header_range};
+use wasmkeep_core::handoff::is_websocket_upgrade;
+use wasmkeep_core::{AppRef, FrontError, TraceContext, head};
 
 use crate::body::{self, Held, Holding, Paced};
-use crate::error::HttpError;
 use crate::server::PublicPort;
 use crate::{HttpResponse, boxed_error, socket_route};
+use wasmkeep_core::{Failure, PortError};
 
 pub(crate) async fn handle(
     port: &PublicPort,
-    app: AppId,
+    app: &Arc<AppRef>,
+    trace: TraceContext,
     client: IpAddr,
     mut request: http::Request<Incoming>,
-) -> Result<HttpResponse, HttpError> {
+) -> Result<HttpResponse, Failure> {
     let node = &port.node;
     // A request in origin form names its host only in `Host`; the front
     // reads its authority from there.
     if request.uri().authority().is_none() && !request.headers().contains_key(http::header::HOST) {
-        return Err(HttpError::NoHost);
+        return Err(Failure::Port(PortError::NoHost));
     }
     // An upgrade is kept aside, its client's headers with it, and marked.
     let upgrade = is_websocket_upgrade(request.method(), request.headers()).then(|| {
@@ -40,7 +41,8 @@ pub(crate) async fn handle(
         (hyper::upgrade::on(&mut request), key)
     });
     if upgrade.is_some() {
-        request.headers_mut().insert(UPGRADE_MARK, HeaderValue::from_static(UPGRADE_WEBSOCKET));
+        let mark = (HeaderName::from_static(head::UPGRADE), HeaderValue::from_static(head::UPGRADE_WEBSOCKET));
+        request.headers_mut().insert(mark.0, mark.1);
     }
     // A small body is read before the request takes a slot; the client's
     // share of the slots is taken before the node's.
@@ -53,14 +55,14 @@ pub(crate) async fn handle(
             Some(place) => Some(place),
             None => {
                 node.metrics().front_requests.inc("busy");
-                return Err(HttpError::Front(FrontError::Busy));
+                return Err(Failure::Front(FrontError::Busy));
             }
         },
         None => None,
     };
     // The client's share goes with the node's slot, however long the
     // instance outlives its answer.
-    let served = node.serve_front(app, request, Box::new(place)).await;
+    let served = node.serve_front(app, trace.clone(), request, Box::new(place)).await;
     let (response, run) = match served {
         Ok(answer) => answer,
         Err(e) => {
@@ -69,26 +71,26 @@ pub(crate) async fn handle(
         }
     };
     if let Some((on_upgrade, key)) = upgrade
-        && let Some(handoff) = handoff::read(response.headers())
+        && let Some(handoff) = head::read_handoff(response.headers())
     {
         // The answer's head is the decision: the instance stops here.
         run.stop();
         return match handoff {
             Ok(handoff) => {
                 node.metrics().front_requests.inc("handoff");
-                socket_route::hand_off(node, app, handoff, on_upgrade, key).await
+                socket_route::hand_off(node, app, trace, handoff, on_upgrade, key).await
             }
             Err(broken) => {
-                tracing::info!(%app, "the front's hand-off is broken: {broken}");
+                tracing::info!(app = %app, "the front's hand-off is broken: {broken}");
                 node.metrics().front_requests.inc("guest_error");
-                Err(HttpError::Front(FrontError::Trapped))
+                Err(Failure::Front(FrontError::Trapped))
             }
         };
     }
     node.metrics().front_requests.inc("ok");
     let (mut parts, body) = response.into_parts();
-    header_range::strip(&mut parts.headers);
-    let body = body.map_err(boxed_error).map_frame(header_range::strip_trailers).boxed_unsync();
+    head::strip(&mut parts.headers);
+    let body = body.map_err(boxed_error).map_frame(head::strip_trailers).boxed_unsync();
     // The body's bytes are held while the front writes its answer.
     Ok(http::Response::from_parts(parts, Holding::boxed(body, Box::new(held))))
 }

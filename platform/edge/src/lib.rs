@@ -1,8 +1,8 @@
 //! The public HTTP port of a node. A connection passes the listener (its
 //! ticket, within the bounds in all and per client) and the connection's
 //! watchdog (idle and slow heads); a request passes small layers, each in
-//! its own file: the edge (the `Host`, the app, the client's `x-wasmkeep-`
-//! headers dropped), the body (paced, budgeted, limited), the route
+//! its own file: the edge (the `Host`, the app, the client's headers of the
+//! host's range dropped), the body (paced, budgeted, limited), the route
 //! (`/actor/...` or the front, each its own file), and the error layer,
 //! the one place where failures become HTTP answers.
 

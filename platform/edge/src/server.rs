@@ -11,10 +11,9 @@ use wasmkeep_actors::Node;
 use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
-use wasmkeep_core::{Limits, Refusal};
+use wasmkeep_core::{Failure, Limits, Origin, Refusal, head};
 
 use crate::body::{BodyBudget, Held, Paced};
-use crate::error::HttpError;
 use crate::listener::{self, Tickets};
 use crate::per_client::PerClient;
 use crate::{AppRouting, HttpResponse, actor_route, body, connection, edge, front_route, socket_route};
@@ -48,26 +47,34 @@ impl PublicPort {
     }
 
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
-        self.route(request, client).await.unwrap_or_else(HttpError::into_response)
+        self.route(request, client).await.unwrap_or_else(crate::error::render)
     }
 
-    async fn route(&self, request: http::Request<Incoming>, client: IpAddr) -> Result<HttpResponse, HttpError> {
+    async fn route(&self, request: http::Request<Incoming>, client: IpAddr) -> Result<HttpResponse, Failure> {
         let (mut parts, incoming) = request.into_parts();
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
-        let app = self.routing.app_for(&parts).ok_or(HttpError::from(Refusal::NoSuchApp))?;
+        let app = self.routing.app_for(&parts).and_then(|id| self.node.app_ref(id));
+        let app = app.ok_or(Failure::from(Refusal::NoSuchApp))?;
+        let trace = head::read_trace(&parts.headers);
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
-            None => return front_route::handle(self, app, client, http::Request::from_parts(parts, incoming)).await,
-            Some(parsed) => parsed.map_err(|e| HttpError::from(Refusal::InvalidName(e)))?,
+            None => {
+                let request = http::Request::from_parts(parts, incoming);
+                return front_route::handle(self, &app, trace, client, request).await;
+            }
+            Some(parsed) => parsed.map_err(|e| Failure::from(Refusal::InvalidName(e)))?,
         };
         if is_websocket_upgrade(&parts.method, &parts.headers) {
-            return socket_route::upgrade(&self.node, app, target, http::Request::from_parts(parts, incoming)).await;
+            let envelope = edge::envelope(&self.node, &app, target.address, Origin::Outside, trace);
+            let request = http::Request::from_parts(parts, incoming);
+            return socket_route::upgrade(&self.node, envelope, target.rest, request).await;
         }
         // The body's share of the node's budget is held until the answer.
         let held = Held::default();
         let paced = Paced::new(incoming, self.limits.clone(), &self.budget, held.clone());
         let body = body::read(paced, self.limits.body_bytes).await?;
-        let answer = actor_route::handle(&self.node, app, target, &parts, body).await;
+        let envelope = edge::envelope(&self.node, &app, target.address, Origin::Outside, trace);
+        let answer = actor_route::handle(&self.node, envelope, target.rest, &parts, body).await;
         drop(held);
         answer
     }

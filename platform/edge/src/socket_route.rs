@@ -3,36 +3,36 @@
 //! runs before the `101`; a refusal still answers `101`, then closes with
 //! 1008 and the actor's reason.
 
+use std::sync::Arc;
+
 use http::{HeaderValue, StatusCode, header};
 use hyper::body::Incoming;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use wasmkeep_actors::{Node, SocketOpenError};
-use wasmkeep_core::AppId;
 use wasmkeep_core::handoff::HandOff;
-use wasmkeep_core::path::ActorPath;
+use wasmkeep_core::{AppRef, Caller, Chain, Envelope, Failure, Origin, PortError, TraceContext};
 
-use crate::error::HttpError;
-use crate::{HttpResponse, full, socket_conn};
+use crate::{HttpResponse, edge, full, socket_conn};
 
 pub(crate) async fn upgrade(
     node: &Node,
-    app: AppId,
-    target: ActorPath,
+    envelope: Envelope,
+    path: String,
     mut request: http::Request<Incoming>,
-) -> Result<HttpResponse, HttpError> {
+) -> Result<HttpResponse, Failure> {
     let accept = match request.headers().get(header::SEC_WEBSOCKET_KEY) {
         Some(key) => derive_accept_key(key.as_bytes()),
-        None => return Err(HttpError::BodyUnreadable),
+        None => return Err(Failure::Port(PortError::BodyUnreadable)),
     };
     let on_upgrade = hyper::upgrade::on(&mut request);
-    match node.open_socket(app, target.address, false, target.rest).await {
+    match node.open_socket(envelope, path).await {
         Ok(queue) => {
             tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
         }
         Err(SocketOpenError::Refused(reason)) => {
             tokio::spawn(socket_conn::refuse(on_upgrade, reason));
         }
-        Err(SocketOpenError::Full(_)) => return Err(HttpError::SocketsFull),
+        Err(SocketOpenError::Full(_)) => return Err(Failure::Port(PortError::SocketsFull)),
         Err(SocketOpenError::Event(e)) => return Err(e.into()),
     }
     Ok(switching_protocols(&accept))
@@ -43,19 +43,22 @@ pub(crate) async fn upgrade(
 /// `403` with the actor's reason, never a socket that opens and closes.
 pub(crate) async fn hand_off(
     node: &Node,
-    app: AppId,
+    app: &Arc<AppRef>,
+    trace: TraceContext,
     handoff: HandOff,
     on_upgrade: hyper::upgrade::OnUpgrade,
     key: Option<HeaderValue>,
-) -> Result<HttpResponse, HttpError> {
-    let accept = key.map(|k| derive_accept_key(k.as_bytes())).ok_or(HttpError::BodyUnreadable)?;
-    match node.open_socket(app, handoff.actor, true, handoff.path).await {
+) -> Result<HttpResponse, Failure> {
+    let accept = key.map(|k| derive_accept_key(k.as_bytes())).ok_or(Failure::Port(PortError::BodyUnreadable))?;
+    let front = Origin::Inside { caller: Caller::Front, chain: Chain::new() };
+    let envelope = edge::envelope(node, app, handoff.actor, front, trace);
+    match node.open_socket(envelope, handoff.path).await {
         Ok(queue) => {
             tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
             Ok(switching_protocols(&accept))
         }
-        Err(SocketOpenError::Refused(reason)) => Err(HttpError::SocketRefused(reason)),
-        Err(SocketOpenError::Full(_)) => Err(HttpError::SocketsFull),
+        Err(SocketOpenError::Refused(reason)) => Err(Failure::Port(PortError::SocketRefused(reason))),
+        Err(SocketOpenError::Full(_)) => Err(Failure::Port(PortError::SocketsFull)),
         Err(SocketOpenError::Event(e)) => Err(e.into()),
     }
 }

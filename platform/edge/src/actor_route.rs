@@ -1,30 +1,28 @@
 //! `/actor/<class>/<name>/<rest>`: an HTTP event for an actor, from an
-//! outside caller.
+//! outside caller, delivered through the router with its envelope.
 
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
 use wasmkeep_actors::{Node, Request, Response};
-use wasmkeep_core::path::ActorPath;
-use wasmkeep_core::{AppId, Origin, header_range};
+use wasmkeep_core::{Envelope, Failure, head};
 
-use crate::error::HttpError;
 use crate::{HttpResponse, full};
 
 pub(crate) async fn handle(
     node: &Node,
-    app: AppId,
-    target: ActorPath,
+    envelope: Envelope,
+    rest: String,
     parts: &Parts,
     body: Bytes,
-) -> Result<HttpResponse, HttpError> {
+) -> Result<HttpResponse, Failure> {
     let request = Request {
         method: parts.method.as_str().to_owned(),
-        path: target.rest,
+        path: rest,
         headers: parts.headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
         body: body.to_vec(),
     };
-    let response = node.request(app, target.address, Origin::Outside, request).await?;
+    let response = node.request(envelope, request).await?;
     Ok(to_http(response))
 }
 
@@ -46,6 +44,6 @@ fn to_http(response: Response) -> HttpResponse {
             headers.append(name, value);
         }
     }
-    header_range::strip(headers);
+    head::strip(headers);
     out
 }

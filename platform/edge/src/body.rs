@@ -19,10 +19,10 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmkeep_actors::ClientBodyError as BodyError;
-use wasmkeep_core::{Limits, header_range};
+use wasmkeep_core::{Limits, head};
 
 use crate::BoxError;
-use crate::error::HttpError;
+use wasmkeep_core::{Failure, PortError};
 
 /// The budget is counted in KiB: a semaphore's permits are `u32`s.
 const UNIT: u64 = 1024;
@@ -56,14 +56,13 @@ impl Held {
     }
 }
 
-impl From<BodyError> for HttpError {
-    fn from(e: BodyError) -> Self {
-        match e {
-            BodyError::TooSlow => HttpError::BodyTooSlow,
-            BodyError::NodeFull => HttpError::BodiesFull,
-            BodyError::Broken => HttpError::BodyUnreadable,
-        }
-    }
+/// How a body that could not be read is answered.
+fn failure(e: BodyError) -> Failure {
+    Failure::Port(match e {
+        BodyError::TooSlow => PortError::BodyTooSlow,
+        BodyError::NodeFull => PortError::BodiesFull,
+        BodyError::Broken => PortError::BodyUnreadable,
+    })
 }
 
 /// A client's request body under the port's rules.
@@ -198,7 +197,7 @@ impl Body for Paced {
                 Poll::Ready(Some(Err(_))) => return this.fail(BodyError::Broken),
                 Poll::Ready(Some(Ok(frame))) => frame,
             };
-            let frame = header_range::strip_trailers(frame);
+            let frame = head::strip_trailers(frame);
             let Some(data) = frame.data_ref() else { return Poll::Ready(Some(Ok(frame))) };
             let len = data.len() as u64;
             this.received += len;
@@ -241,17 +240,17 @@ fn data_len(frame: &Frame<Bytes>) -> u64 {
 
 /// An actor's body, read whole up to the body limit; the bytes hold their
 /// share of the budget through `held` until the request is answered.
-pub(crate) async fn read(body: Paced, limit: u64) -> Result<Bytes, HttpError> {
+pub(crate) async fn read(body: Paced, limit: u64) -> Result<Bytes, Failure> {
     if body.size_hint().lower() > limit {
-        return Err(HttpError::BodyTooLarge(limit));
+        return Err(Failure::Port(PortError::BodyTooLarge(limit)));
     }
     let mut whole = BytesMut::new();
     let mut body = std::pin::pin!(body);
     while let Some(frame) = body.frame().await {
-        let frame = frame?;
+        let frame = frame.map_err(failure)?;
         if let Some(data) = frame.data_ref() {
             if whole.len() as u64 + data.len() as u64 > limit {
-                return Err(HttpError::BodyTooLarge(limit));
+                return Err(Failure::Port(PortError::BodyTooLarge(limit)));
             }
             whole.extend_from_slice(data);
         }
@@ -263,7 +262,7 @@ pub(crate) async fn read(body: Paced, limit: u64) -> Result<Bytes, HttpError> {
 /// read now, before the request takes a slot, so that a slow client
 /// holds no slot; otherwise the first `prefetch` bytes are read now and
 /// the rest streams under the body's pace.
-pub(crate) async fn prefetch(mut body: Paced, prefetch: u64) -> Result<FrontRequestBody, HttpError> {
+pub(crate) async fn prefetch(mut body: Paced, prefetch: u64) -> Result<FrontRequestBody, Failure> {
     let mut read = VecDeque::new();
     let mut bytes = 0u64;
     loop {
@@ -273,7 +272,7 @@ pub(crate) async fn prefetch(mut body: Paced, prefetch: u64) -> Result<FrontRequ
         match body.frame().await {
             None => return Ok(FrontRequestBody { read, rest: None }),
             Some(frame) => {
-                let frame = frame?;
+                let frame = frame.map_err(failure)?;
                 bytes += frame.data_ref().map_or(0, |d| d.len() as u64);
                 read.push_back(frame);
             }

@@ -1,15 +1,14 @@
-//! The storage gate: an event's writes are buffered here, visible to its
-//! own reads, and committed in one transaction before anything leaves the
-//! actor. A trap or a cut event drops them.
+//! The host of one resident actor: its values, its calls, its sockets,
+//! deleting itself, and its storage behind the [`StorageGate`], reset at
+//! the start of each event.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::Arc;
-
 use std::time::Instant;
 
 use wasmkeep_core::deadline::actor_call_deadline;
-use wasmkeep_core::{ActorKey, AppId, Caller, Chain};
+use wasmkeep_core::listing::Listing;
+use wasmkeep_core::{ActorKey, AppRef, Caller, Chain, Limits, TraceContext};
 use wasmkeep_runtime::{
     ActorHost, CallError, GuestHost, Page, Request, Response, SocketError, SocketSend, StorageError,
 };
@@ -18,91 +17,15 @@ use wasmkeep_storage::{Epoch, Store, StoreError, WriteBatch};
 use crate::NodeInner;
 use crate::calls::CallSide;
 
-/// Most entries one `list` answers.
-pub const LIST_LIMIT_MAX: u32 = 1000;
-
-/// The host of one resident actor, reset at the start of each event.
-pub struct EventHost {
-    pub(crate) node: Arc<NodeInner>,
-    pub(crate) key: ActorKey,
-    address: String,
+/// The storage gate: an event's writes are buffered here, visible to its
+/// own reads, and committed in one transaction before anything leaves the
+/// actor. A trap or a cut event drops them.
+pub(crate) struct StorageGate {
+    store: Arc<dyn Store>,
+    key: ActorKey,
     epoch: Epoch,
-    values: Arc<BTreeMap<String, String>>,
     batch: WriteBatch,
     deleted: bool,
-    /// When the current event started: its calls' deadline counts from it.
-    pub(crate) started: Instant,
-    /// The actors waiting on the current event.
-    pub(crate) chain: Chain,
-}
-
-impl EventHost {
-    pub(crate) fn new(node: Arc<NodeInner>, key: ActorKey, epoch: Epoch) -> Self {
-        Self {
-            address: key.address.to_string(),
-            node,
-            key,
-            epoch,
-            values: Arc::default(),
-            batch: WriteBatch::default(),
-            deleted: false,
-            started: Instant::now(),
-            chain: Chain::new(),
-        }
-    }
-
-    fn store(&self) -> &dyn Store {
-        &*self.node.store
-    }
-
-    /// Readies the host for an event: the owner epoch it commits under,
-    /// the app's values, when it started and who waits on it.
-    pub(crate) fn begin(
-        &mut self,
-        epoch: Epoch,
-        values: Arc<BTreeMap<String, String>>,
-        started: Instant,
-        chain: Chain,
-    ) {
-        self.epoch = epoch;
-        self.values = values;
-        self.batch = WriteBatch::default();
-        self.deleted = false;
-        self.started = started;
-        self.chain = chain;
-    }
-
-    /// The output gate: commits the writes made so far, before an effect
-    /// leaves the actor (a call). The event's later writes commit at its end.
-    pub(crate) async fn flush(&mut self) -> Result<(), StoreError> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        let batch = std::mem::take(&mut self.batch);
-        self.node.store.commit(&self.key, self.epoch, &batch).await
-    }
-
-    /// Commits the event's writes, or deletes the actor if it asked to be.
-    /// Answers whether the actor still exists.
-    pub(crate) async fn finish(&mut self) -> Result<Outcome, StoreError> {
-        let batch = std::mem::take(&mut self.batch);
-        if std::mem::take(&mut self.deleted) {
-            self.store().delete_actor(&self.key, self.epoch).await?;
-            return Ok(Outcome::Deleted);
-        }
-        if !batch.is_empty() {
-            self.store().commit(&self.key, self.epoch, &batch).await?;
-        }
-        Ok(Outcome::Kept)
-    }
-
-    fn check_key(&self, key: &str) -> Result<(), StorageError> {
-        let limit = self.node.limits.storage_key_bytes as usize;
-        if key.len() > limit {
-            return Err(StorageError::TooLarge(format!("key is {} bytes; the limit is {limit}", key.len())));
-        }
-        Ok(())
-    }
 }
 
 /// What an event left of its actor.
@@ -112,14 +35,140 @@ pub(crate) enum Outcome {
     Deleted,
 }
 
+impl StorageGate {
+    /// Readies the gate for an event committing under `epoch`.
+    fn begin(&mut self, epoch: Epoch) {
+        self.epoch = epoch;
+        self.batch = WriteBatch::default();
+        self.deleted = false;
+    }
+
+    /// Commits the writes made so far, before an effect leaves the actor
+    /// (a call, a socket send). The event's later writes commit at its end.
+    pub(crate) async fn flush(&mut self) -> Result<(), StoreError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.store.commit(&self.key, self.epoch, &batch).await
+    }
+
+    /// Commits the event's writes, or deletes the actor if it asked to be.
+    /// Answers whether the actor still exists.
+    async fn finish(&mut self) -> Result<Outcome, StoreError> {
+        let batch = std::mem::take(&mut self.batch);
+        if std::mem::take(&mut self.deleted) {
+            self.store.delete_actor(&self.key, self.epoch).await?;
+            return Ok(Outcome::Deleted);
+        }
+        if !batch.is_empty() {
+            self.store.commit(&self.key, self.epoch, &batch).await?;
+        }
+        Ok(Outcome::Kept)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        if let Some(pending) = self.batch.writes.get(key) {
+            return Ok(pending.clone());
+        }
+        if self.batch.clear {
+            return Ok(None);
+        }
+        self.store.get(&self.key, key).await
+    }
+
+    fn set(&mut self, key: String, value: Option<Vec<u8>>) {
+        self.batch.writes.insert(key, value);
+    }
+
+    fn clear(&mut self) {
+        self.batch.clear = true;
+        self.batch.writes.clear();
+    }
+
+    async fn list(&self, prefix: &str, cursor: Option<&str>, limit: u32) -> Result<Page, StoreError> {
+        let listing = Listing::new(prefix, cursor, limit);
+        let pending = listing.pending(&self.batch.writes);
+        let rows = if self.batch.clear {
+            Vec::new()
+        } else {
+            self.store.list(&self.key, prefix, cursor, listing.rows_wanted(pending.len())).await?
+        };
+        let (entries, cursor) = listing.merge(rows, &pending);
+        Ok(Page { entries, cursor })
+    }
+}
+
+/// What one event runs with, given to the host as it starts.
+pub(crate) struct EventContext {
+    /// The owner epoch its writes commit under.
+    pub epoch: Epoch,
+    pub values: Arc<BTreeMap<String, String>>,
+    /// When it started: its calls' deadline counts from it.
+    pub started: Instant,
+    /// The actors waiting on it.
+    pub chain: Chain,
+    pub limits: Arc<Limits>,
+    /// The trace it is part of.
+    pub trace: TraceContext,
+}
+
+/// The host of one resident actor, reset at the start of each event.
+pub struct ActorEventHost {
+    pub(crate) node: Arc<NodeInner>,
+    pub(crate) key: ActorKey,
+    app: Arc<AppRef>,
+    address: String,
+    pub(crate) gate: StorageGate,
+    event: EventContext,
+}
+
+impl ActorEventHost {
+    pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
+        Self {
+            address: key.address.to_string(),
+            gate: StorageGate {
+                store: node.store.clone(),
+                key: key.clone(),
+                epoch: event.epoch,
+                batch: WriteBatch::default(),
+                deleted: false,
+            },
+            node,
+            app,
+            key,
+            event,
+        }
+    }
+
+    /// Readies the host for an event.
+    pub(crate) fn begin(&mut self, event: EventContext) {
+        self.gate.begin(event.epoch);
+        self.event = event;
+    }
+
+    /// Commits the event's writes (or deletes the actor).
+    pub(crate) async fn finish(&mut self) -> Result<Outcome, StoreError> {
+        self.gate.finish().await
+    }
+
+    fn check_key(&self, key: &str) -> Result<(), StorageError> {
+        let limit = self.event.limits.storage_key_bytes as usize;
+        if key.len() > limit {
+            return Err(StorageError::TooLarge(format!("key is {} bytes; the limit is {limit}", key.len())));
+        }
+        Ok(())
+    }
+}
+
 fn unavailable(e: StoreError) -> StorageError {
     tracing::warn!("storage read failed: {e}");
     StorageError::Unavailable("the store is unavailable".into())
 }
 
-impl GuestHost for EventHost {
+impl GuestHost for ActorEventHost {
     fn value(&self, name: &str) -> Option<String> {
-        self.values.get(name).cloned()
+        self.event.values.get(name).cloned()
     }
 
     async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {
@@ -133,13 +182,13 @@ impl GuestHost for EventHost {
 
 /// An actor calls with its address and chain, under the deadline its
 /// event's start sets, and through the output gate.
-impl CallSide for EventHost {
+impl CallSide for ActorEventHost {
     fn node(&self) -> &Arc<NodeInner> {
         &self.node
     }
 
-    fn app(&self) -> AppId {
-        self.key.app
+    fn app(&self) -> &Arc<AppRef> {
+        &self.app
     }
 
     fn caller(&self) -> Caller {
@@ -147,106 +196,67 @@ impl CallSide for EventHost {
     }
 
     fn chain(&self) -> &Chain {
-        &self.chain
+        &self.event.chain
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.event.limits
+    }
+
+    fn trace(&self) -> &TraceContext {
+        &self.event.trace
     }
 
     fn deadline(&self, now: Instant) -> Instant {
-        let limits = &self.node.limits;
-        actor_call_deadline(self.started, limits.wall_per_event(), now, limits.call_limit())
+        let limits = &self.event.limits;
+        actor_call_deadline(self.event.started, limits.wall_per_event(), now, limits.call_limit())
     }
 
     async fn gate(&mut self) -> Result<(), CallError> {
-        self.flush().await.map_err(|e| {
+        self.gate.flush().await.map_err(|e| {
             tracing::warn!(actor = %self.key, "commit before a call failed: {e}");
             CallError::Failed("store unavailable".into())
         })
     }
 }
 
-impl ActorHost for EventHost {
+impl ActorHost for ActorEventHost {
     fn address(&self) -> String {
         self.address.clone()
     }
 
     async fn storage_get(&mut self, key: String) -> Result<Option<Vec<u8>>, StorageError> {
         self.check_key(&key)?;
-        if let Some(pending) = self.batch.writes.get(&key) {
-            return Ok(pending.clone());
-        }
-        if self.batch.clear {
-            return Ok(None);
-        }
-        self.store().get(&self.key, &key).await.map_err(unavailable)
+        self.gate.get(&key).await.map_err(unavailable)
     }
 
     fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
         self.check_key(&key)?;
-        let limit = self.node.limits.storage_value_bytes as usize;
+        let limit = self.event.limits.storage_value_bytes as usize;
         if value.len() > limit {
             return Err(StorageError::TooLarge(format!("value is {} bytes; the limit is {limit}", value.len())));
         }
-        self.batch.writes.insert(key, Some(value));
+        self.gate.set(key, Some(value));
         Ok(())
     }
 
     fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
         self.check_key(&key)?;
-        self.batch.writes.insert(key, None);
+        self.gate.set(key, None);
         Ok(())
     }
 
     async fn storage_list(&mut self, prefix: String, cursor: Option<String>, limit: u32) -> Result<Page, StorageError> {
-        let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
-        let after = cursor.as_deref();
-        let in_range = |k: &str| k.starts_with(prefix.as_str()) && after.is_none_or(|c| k > c);
-
-        // Pending writes in the range, each able to hide one stored entry.
-        let lower = match after {
-            Some(c) if c >= prefix.as_str() => Bound::Excluded(c.to_owned()),
-            _ => Bound::Included(prefix.clone()),
-        };
-        let pending: Vec<(&String, &Option<Vec<u8>>)> = self
-            .batch
-            .writes
-            .range((lower, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix.as_str()))
-            .filter(|(k, _)| in_range(k))
-            .collect();
-
-        let (stored, complete) = if self.batch.clear {
-            (Vec::new(), true)
-        } else {
-            let want = limit + pending.len();
-            let rows = self.store().list(&self.key, &prefix, after, want + 1).await.map_err(unavailable)?;
-            let complete = rows.len() <= want;
-            (rows.into_iter().take(want).collect::<Vec<_>>(), complete)
-        };
-        // When the store had more, the merged view is exact only up to the
-        // last stored key fetched.
-        let horizon = if complete { None } else { stored.last().map(|(k, _)| k.clone()) };
-
-        let mut merged: BTreeMap<String, Vec<u8>> = stored.into_iter().collect();
-        for (k, v) in pending {
-            match v {
-                Some(v) => merged.insert(k.clone(), v.clone()),
-                None => merged.remove(k),
-            };
-        }
-        let mut visible = merged.into_iter().filter(|(k, _)| horizon.as_ref().is_none_or(|h| k <= h));
-        let entries: Vec<(String, Vec<u8>)> = visible.by_ref().take(limit).collect();
-        let more = visible.next().is_some() || horizon.is_some();
-        let cursor = if more { entries.last().map(|(k, _)| k.clone()) } else { None };
-        Ok(Page { entries, cursor })
+        self.gate.list(&prefix, cursor.as_deref(), limit).await.map_err(unavailable)
     }
 
     fn storage_delete_all(&mut self) -> Result<(), StorageError> {
-        self.batch.clear = true;
-        self.batch.writes.clear();
+        self.gate.clear();
         Ok(())
     }
 
     fn delete_self(&mut self) {
-        self.deleted = true;
+        self.gate.deleted = true;
     }
 
     async fn socket_send(&mut self, conn: u64, message: SocketSend) -> Result<Result<(), SocketError>, String> {
@@ -265,7 +275,7 @@ mod tests {
 
     use super::*;
 
-    async fn host_with(stored: &[&str]) -> (tempfile::TempDir, EventHost) {
+    async fn host_with(stored: &[&str]) -> (tempfile::TempDir, ActorEventHost) {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
         let limits = wasmkeep_core::Limits { pool_instances: 4, front_slots: 1, ..Default::default() };
@@ -278,12 +288,27 @@ mod tests {
             writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect(),
         };
         store.commit(&key, epoch, &batch).await.unwrap();
-        let mut host = EventHost::new(node.0.clone(), key, epoch);
-        host.begin(epoch, Arc::default(), Instant::now(), Chain::new());
+        let app = Arc::new(AppRef {
+            id: AppId(1),
+            tenant: wasmkeep_core::TenantId::parse("t").unwrap(),
+            name: wasmkeep_core::AppName::parse("a").unwrap(),
+        });
+        let host = ActorEventHost::new(node.0.clone(), app, key, context(epoch));
         (dir, host)
     }
 
-    async fn pages(host: &mut EventHost, prefix: &str, limit: u32) -> Vec<Vec<String>> {
+    fn context(epoch: Epoch) -> EventContext {
+        EventContext {
+            epoch,
+            values: Arc::default(),
+            started: Instant::now(),
+            chain: Chain::new(),
+            limits: Arc::new(wasmkeep_core::Limits::default()),
+            trace: TraceContext::default(),
+        }
+    }
+
+    async fn pages(host: &mut ActorEventHost, prefix: &str, limit: u32) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         let mut cursor = None;
         for _ in 0..100 {
@@ -339,7 +364,7 @@ mod tests {
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let (_d, mut h) = host_with(&refs).await;
         let page = h.storage_list("".into(), None, 5000).await.unwrap();
-        assert_eq!(page.entries.len(), LIST_LIMIT_MAX as usize);
+        assert_eq!(page.entries.len(), wasmkeep_core::listing::LIST_LIMIT_MAX as usize);
         assert_eq!(page.cursor.as_deref(), Some("k00999"));
         let page = h.storage_list("".into(), page.cursor, 0).await.unwrap();
         assert_eq!((page.entries.len(), page.cursor), (5, None));
@@ -350,13 +375,13 @@ mod tests {
         let (_d, mut h) = host_with(&["a"]).await;
         h.storage_set("b".into(), b"b".to_vec()).unwrap();
         assert_eq!(h.finish().await.unwrap(), Outcome::Kept);
-        let epoch = h.epoch;
-        h.begin(epoch, Arc::default(), Instant::now(), Chain::new());
+        let epoch = h.gate.epoch;
+        h.begin(context(epoch));
         assert_eq!(pages(&mut h, "", 0).await, vec![vec!["a", "b"]]);
         h.storage_set("c".into(), b"c".to_vec()).unwrap();
         h.delete_self();
         assert_eq!(h.finish().await.unwrap(), Outcome::Deleted);
-        h.begin(epoch, Arc::default(), Instant::now(), Chain::new());
+        h.begin(context(epoch));
         assert_eq!(pages(&mut h, "", 0).await, vec![Vec::<String>::new()]);
     }
 }

@@ -18,6 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error, Message};
 use wasmkeep_actors::{Node, Outgoing, SocketMessage, SocketQueue};
+use wasmkeep_core::close;
 
 /// A socket's read buffer: small, as most sockets of a node are idle (a
 /// larger message takes more reads, not more memory per idle socket).
@@ -80,7 +81,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
     let conn = queue.conn;
     let message_bytes = node.limits().socket_message_bytes as usize;
     let Some(mut ws) = accept(on_upgrade, message_bytes).await else {
-        node.socket_closed(conn, 1006, String::new());
+        node.socket_closed(conn, close::LOST, String::new());
         return;
     };
     loop {
@@ -89,7 +90,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                 Some(Ok(Message::Text(text))) => node.socket_message(conn, SocketMessage::Text(text.to_string())),
                 Some(Ok(Message::Binary(data))) => node.socket_message(conn, SocketMessage::Binary(data.to_vec())),
                 Some(Ok(Message::Close(frame))) => {
-                    let (code, reason) = frame.map_or((1005, String::new()), |f| (u16::from(f.code), f.reason.to_string()));
+                    let (code, reason) = frame.map_or((close::NO_CODE, String::new()), |f| (u16::from(f.code), f.reason.to_string()));
                     node.socket_closed(conn, code, reason);
                     // The WebSocket layer answers the close; let it finish.
                     let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
@@ -98,16 +99,16 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                 Some(Ok(_ping_pong_or_frame)) => {}
                 Some(Err(e)) => {
                     let (code, reason) = match e {
-                        Error::Capacity(_) => (1009, format!("a message is over {message_bytes} bytes")),
-                        Error::Utf8(_) => (1007, "a text message is not valid UTF-8".to_owned()),
+                        Error::Capacity(_) => (close::TOO_BIG, format!("a message is over {message_bytes} bytes")),
+                        Error::Utf8(_) => (close::NOT_UTF8, "a text message is not valid UTF-8".to_owned()),
                         // A connection cut without a close frame is lost, not broken.
                         Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
-                            node.socket_closed(conn, 1006, String::new());
+                            node.socket_closed(conn, close::LOST, String::new());
                             return;
                         }
-                        Error::Protocol(_) => (1002, "the client broke the WebSocket protocol".to_owned()),
+                        Error::Protocol(_) => (close::PROTOCOL_ERROR, "the client broke the WebSocket protocol".to_owned()),
                         _ => {
-                            node.socket_closed(conn, 1006, String::new());
+                            node.socket_closed(conn, close::LOST, String::new());
                             return;
                         }
                     };
@@ -116,7 +117,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     return;
                 }
                 None => {
-                    node.socket_closed(conn, 1006, String::new());
+                    node.socket_closed(conn, close::LOST, String::new());
                     return;
                 }
             },
@@ -137,7 +138,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     }
                 };
                 if sent.is_err() {
-                    node.socket_closed(conn, 1006, String::new());
+                    node.socket_closed(conn, close::LOST, String::new());
                     return;
                 }
             }
@@ -149,6 +150,6 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
 /// and the actor's reason.
 pub(crate) async fn refuse(on_upgrade: OnUpgrade, reason: String) {
     if let Some(ws) = accept(on_upgrade, 1024).await {
-        close_and_drain(ws, 1008, &reason).await;
+        close_and_drain(ws, close::REFUSED, &reason).await;
     }
 }

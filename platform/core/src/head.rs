@@ -1,0 +1,357 @@
+//! The `x-wasmkeep-` head: the host's header range (DESIGN §3.5), every
+//! name of it, a parser and a formatter for each value, the strip rule,
+//! and the envelope to and from the head. This is the one file of the node
+//! that spells a name of the range; the signed hop between nodes carries
+//! exactly this head.
+//!
+//! Every header of the range a client sends is removed at the edge, and
+//! the range is stripped from the answers guests give to clients, so no
+//! client and no guest can forge what the host sets in it.
+//!
+//! The cases in `spec/head-cases.json` are the contract: this module's
+//! tests and the SDKs' tests read the same file.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::caller::{Caller, Chain, FRONT_CLASS, FRONT_NAME, Origin};
+use crate::envelope::{AppRef, Envelope, TraceContext};
+use crate::handoff::{HandOff, HandOffError};
+use crate::names::{ActorName, Address, AppName, ClassName, NameError, RawAddress, TenantId, decode, encode_bytes};
+
+/// The reserved prefix, lowercase (header names are compared lowercase).
+pub const PREFIX: &str = "x-wasmkeep-";
+
+/// Who calls: `<tenant>/<class>/<encoded name>`, or `<tenant>/_front/main`.
+pub const CALLER: &str = "x-wasmkeep-caller";
+/// The actors waiting on the call, oldest first: `<class>/<encoded name>`,
+/// comma separated; empty for none.
+pub const CHAIN: &str = "x-wasmkeep-chain";
+/// The app the event belongs to: `<tenant>/<app>`.
+pub const APP: &str = "x-wasmkeep-app";
+/// The actor an event is for, on the hop: `<class>/<encoded name>`.
+pub const TARGET: &str = "x-wasmkeep-target";
+/// What is left of the caller's deadline, on the hop: whole milliseconds.
+pub const DEADLINE: &str = "x-wasmkeep-deadline";
+/// The mark on an upgrade the host keeps aside for the front.
+pub const UPGRADE: &str = "x-wasmkeep-upgrade";
+/// The class that takes a handed-off socket, as written.
+pub const HANDOFF_CLASS: &str = "x-wasmkeep-handoff-class";
+/// The actor that takes it, its name percent-encoded.
+pub const HANDOFF_NAME: &str = "x-wasmkeep-handoff-name";
+/// The path and query its `on-websocket-open` sees.
+pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
+/// The node's signature over the hop's head (the cluster defines its value).
+pub const SIGNATURE: &str = "x-wasmkeep-signature";
+
+/// Every name of the range the host sets.
+pub const NAMES: [&str; 10] =
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, SIGNATURE];
+
+/// The upgrade mark's one value.
+pub const UPGRADE_WEBSOCKET: &str = "websocket";
+
+/// The W3C trace context, outside the range: a client may start a trace.
+pub const TRACEPARENT: &str = "traceparent";
+pub const TRACESTATE: &str = "tracestate";
+/// Longest `tracestate` carried (W3C: 32 members of up to 256 bytes are
+/// allowed, but 512 bytes is what a carrier must at least pass on).
+pub const TRACESTATE_MAX: usize = 512;
+
+/// Longest deadline the hop carries: a day, far past every limit.
+pub const DEADLINE_MAX: Duration = crate::deadline::FOREVER;
+
+/// Why a head (or one of its values) is not valid. For the node's log and
+/// the hop's refusal; never shown to a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("{0} appears more than once")]
+    Repeated(&'static str),
+    #[error("{0} is not visible ASCII")]
+    NotText(&'static str),
+    #[error("{name}: {error}")]
+    Name { name: &'static str, error: NameError },
+    #[error("{0} is not a whole number of milliseconds up to a day")]
+    BadDeadline(&'static str),
+    #[error("the app {0} is not on this node")]
+    UnknownApp(String),
+}
+
+// ---- The range and its strip rule ----
+
+/// Whether `name` is in the reserved range (case-insensitively).
+pub fn is_reserved(name: &str) -> bool {
+    name.len() >= PREFIX.len() && name.as_bytes()[..PREFIX.len()].eq_ignore_ascii_case(PREFIX.as_bytes())
+}
+
+/// Removes every header of the range.
+pub fn strip(headers: &mut HeaderMap) {
+    // `HeaderName`s are lowercase already.
+    let reserved: Vec<_> = headers.keys().filter(|n| is_reserved(n.as_str())).cloned().collect();
+    for name in reserved {
+        headers.remove(name);
+    }
+}
+
+/// Removes the range from a body frame's trailers (trailers are headers
+/// too); data frames pass unchanged.
+pub fn strip_trailers<D>(frame: http_body::Frame<D>) -> http_body::Frame<D> {
+    match frame.into_trailers() {
+        Ok(mut trailers) => {
+            strip(&mut trailers);
+            http_body::Frame::trailers(trailers)
+        }
+        Err(frame) => frame,
+    }
+}
+
+/// Removes every pair of the range from a guest-facing header list.
+pub fn strip_pairs<V>(headers: &mut Vec<(String, V)>) {
+    headers.retain(|(n, _)| !is_reserved(n));
+}
+
+// ---- Values ----
+
+/// An actor as a chain or the hop lists it: `class/percent-encoded name`.
+pub fn format_address(a: &Address) -> String {
+    format!("{}/{}", a.class, a.name.encoded())
+}
+
+pub fn parse_address(s: &str) -> Result<Address, NameError> {
+    let (class, name) = s.split_once('/').ok_or(NameError::NoSlash)?;
+    Ok(Address::new(ClassName::parse(class)?, ActorName::from_encoded(name)?))
+}
+
+/// The `x-wasmkeep-caller` value for a caller of `tenant`.
+pub fn format_caller(tenant: &TenantId, caller: &Caller) -> String {
+    match caller {
+        Caller::Actor(a) => format!("{tenant}/{}", format_address(a)),
+        Caller::Front => format!("{tenant}/{FRONT_CLASS}/{FRONT_NAME}"),
+    }
+}
+
+/// Parses an `x-wasmkeep-caller` value into its tenant and caller.
+pub fn parse_caller(value: &str) -> Result<(TenantId, Caller), NameError> {
+    let (tenant, rest) = value.split_once('/').ok_or(NameError::NoSlash)?;
+    let tenant = TenantId::parse(tenant)?;
+    if rest == format!("{FRONT_CLASS}/{FRONT_NAME}") {
+        return Ok((tenant, Caller::Front));
+    }
+    Ok((tenant, Caller::Actor(parse_address(rest)?)))
+}
+
+/// The `x-wasmkeep-chain` value.
+pub fn format_chain(chain: &Chain) -> String {
+    chain.iter().map(format_address).collect::<Vec<_>>().join(",")
+}
+
+/// Parses an `x-wasmkeep-chain` value (empty for an empty chain).
+pub fn parse_chain(value: &str) -> Result<Chain, NameError> {
+    if value.is_empty() {
+        return Ok(Chain::new());
+    }
+    value.split(',').map(parse_address).collect::<Result<Vec<_>, _>>().map(Chain::from)
+}
+
+/// The `x-wasmkeep-app` value.
+pub fn format_app(tenant: &TenantId, app: &AppName) -> String {
+    format!("{tenant}/{app}")
+}
+
+pub fn parse_app(value: &str) -> Result<(TenantId, AppName), NameError> {
+    let (tenant, app) = value.split_once('/').ok_or(NameError::NoSlash)?;
+    Ok((TenantId::parse(tenant)?, AppName::parse(app)?))
+}
+
+/// The `x-wasmkeep-target` value: the address as the caller gave it, its
+/// name encoded (admission validates it, in its order, at the owner).
+pub fn format_target(target: &RawAddress) -> String {
+    format!("{}/{}", target.class, encode_bytes(&target.name))
+}
+
+pub fn parse_target(value: &str) -> Result<RawAddress, NameError> {
+    let (class, name) = value.split_once('/').ok_or(NameError::NoSlash)?;
+    Ok(RawAddress { class: class.to_owned(), name: decode(name)? })
+}
+
+/// The `x-wasmkeep-deadline` value: what is left at `now`, in whole
+/// milliseconds (rounded down: the receiver never waits longer).
+pub fn format_deadline(deadline: Instant, now: Instant) -> String {
+    deadline.saturating_duration_since(now).min(DEADLINE_MAX).as_millis().to_string()
+}
+
+pub fn parse_deadline(value: &str, now: Instant) -> Result<Instant, HeadError> {
+    let bad = HeadError::BadDeadline(DEADLINE);
+    if value.is_empty() || value.len() > 8 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad);
+    }
+    let left = Duration::from_millis(value.parse().map_err(|_| bad.clone())?);
+    if left > DEADLINE_MAX {
+        return Err(bad);
+    }
+    Ok(now + left)
+}
+
+/// Whether `value` is the upgrade mark's.
+pub fn is_upgrade_mark(value: &[u8]) -> bool {
+    value == UPGRADE_WEBSOCKET.as_bytes()
+}
+
+/// A `traceparent` as W3C writes it: `00-<32 hex>-<16 hex>-<2 hex>`, lowercase,
+/// neither id all zeros. Anything else starts a new trace.
+pub fn is_valid_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let nonzero = |s: &str| s.bytes().any(|b| b != b'0');
+    parts.len() == 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && nonzero(parts[1])
+        && hex(parts[2], 16)
+        && nonzero(parts[2])
+        && hex(parts[3], 2)
+}
+
+/// The trace context a request brings: kept only when `traceparent` is
+/// valid, and `tracestate` only with it, visible ASCII and not too long.
+pub fn read_trace(headers: &HeaderMap) -> TraceContext {
+    let one = |name: &str| {
+        let mut values = headers.get_all(name).iter();
+        let first = values.next()?.to_str().ok()?;
+        values.next().is_none().then(|| first.to_owned())
+    };
+    match one(TRACEPARENT).filter(|p| is_valid_traceparent(p)) {
+        Some(parent) => {
+            TraceContext { state: one(TRACESTATE).filter(|s| s.len() <= TRACESTATE_MAX), parent: Some(parent) }
+        }
+        None => TraceContext::default(),
+    }
+}
+
+// ---- The hand-off ----
+
+/// The three headers of a front's hand-off answer.
+pub fn format_handoff(actor: &Address, path: &str) -> [(&'static str, String); 3] {
+    [(HANDOFF_CLASS, actor.class.to_string()), (HANDOFF_NAME, actor.name.encoded()), (HANDOFF_PATH, path.to_owned())]
+}
+
+/// Reads a front's answer headers: `None` when it names no hand-off at
+/// all; otherwise the hand-off, or why it is broken. Each of the three
+/// headers must appear exactly once.
+pub fn read_handoff(headers: &HeaderMap) -> Option<Result<HandOff, HandOffError>> {
+    let names = [HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH];
+    if names.iter().all(|n| !headers.contains_key(*n)) {
+        return None;
+    }
+    Some(parse_handoff(headers))
+}
+
+fn one_handoff<'h>(headers: &'h HeaderMap, name: &'static str) -> Result<&'h str, HandOffError> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next().ok_or(HandOffError::Missing(name))?;
+    if values.next().is_some() {
+        return Err(HandOffError::Repeated(name));
+    }
+    value.to_str().map_err(|_| HandOffError::NotText(name))
+}
+
+fn parse_handoff(headers: &HeaderMap) -> Result<HandOff, HandOffError> {
+    let class = one_handoff(headers, HANDOFF_CLASS)?;
+    let name = one_handoff(headers, HANDOFF_NAME)?;
+    let path = one_handoff(headers, HANDOFF_PATH)?;
+    let name = decode(name).map_err(|_| HandOffError::NameNotDecodable)?;
+    let name = String::from_utf8(name).map_err(|_| HandOffError::NameNotUtf8)?;
+    // What is checked is what is passed on: the parsed path and query must
+    // be the header itself (a fragment, which parsing drops, is refused).
+    let parsed = http::uri::PathAndQuery::try_from(path).map_err(|_| HandOffError::BadPath)?;
+    if !path.starts_with('/') || parsed.as_str() != path {
+        return Err(HandOffError::BadPath);
+    }
+    Ok(HandOff { actor: RawAddress { class: class.to_owned(), name: name.into_bytes() }, path: path.to_owned() })
+}
+
+// ---- The envelope and the head ----
+
+/// What an inside caller's request event tells its actor: who calls, who
+/// waits, and the app. An outside caller's event carries none of it.
+pub fn guest_head(envelope: &Envelope) -> Vec<(String, Vec<u8>)> {
+    match &envelope.origin {
+        Origin::Outside => Vec::new(),
+        Origin::Inside { caller, chain } => vec![
+            (CALLER.to_owned(), format_caller(&envelope.app.tenant, caller).into_bytes()),
+            (CHAIN.to_owned(), format_chain(chain).into_bytes()),
+            (APP.to_owned(), format_app(&envelope.app.tenant, &envelope.app.name).into_bytes()),
+        ],
+    }
+}
+
+/// The head the hop carries for `envelope` at `now`: the app, the target,
+/// the deadline left, the origin (no caller for an outside one) and the
+/// trace context. The signature is added over it by the cluster.
+pub fn to_head(envelope: &Envelope, now: Instant) -> HeaderMap {
+    let mut head = HeaderMap::new();
+    let mut put = |name: &'static str, value: String| {
+        // Every value formatted here is visible ASCII.
+        if let Ok(value) = HeaderValue::try_from(value) {
+            head.append(HeaderName::from_static(name), value);
+        }
+    };
+    put(APP, format_app(&envelope.app.tenant, &envelope.app.name));
+    put(TARGET, format_target(&envelope.target));
+    put(DEADLINE, format_deadline(envelope.deadline, now));
+    if let Origin::Inside { caller, chain } = &envelope.origin {
+        put(CALLER, format_caller(&envelope.app.tenant, caller));
+        put(CHAIN, format_chain(chain));
+    }
+    if let Some(parent) = &envelope.trace.parent {
+        put(TRACEPARENT, parent.clone());
+        if let Some(state) = &envelope.trace.state {
+            put(TRACESTATE, state.clone());
+        }
+    }
+    head
+}
+
+/// Reads the hop's head at `now`; `apps` finds the app it names. A caller
+/// of another tenant than the app's is refused: the head is one tenant's.
+pub fn from_head(
+    head: &HeaderMap,
+    now: Instant,
+    apps: impl FnOnce(&TenantId, &AppName) -> Option<Arc<AppRef>>,
+) -> Result<Envelope, HeadError> {
+    let named = |name: &'static str| move |error| HeadError::Name { name, error };
+    let (tenant, app_name) = parse_app(one(head, APP)?.ok_or(HeadError::Missing(APP))?).map_err(named(APP))?;
+    let app = apps(&tenant, &app_name).ok_or_else(|| HeadError::UnknownApp(format_app(&tenant, &app_name)))?;
+    let target = parse_target(one(head, TARGET)?.ok_or(HeadError::Missing(TARGET))?).map_err(named(TARGET))?;
+    let deadline = parse_deadline(one(head, DEADLINE)?.ok_or(HeadError::Missing(DEADLINE))?, now)?;
+    let origin = match one(head, CALLER)? {
+        None => Origin::Outside,
+        Some(value) => {
+            let (caller_tenant, caller) = parse_caller(value).map_err(named(CALLER))?;
+            if caller_tenant != tenant {
+                return Err(HeadError::Name { name: CALLER, error: NameError::BadTenant });
+            }
+            let chain = parse_chain(one(head, CHAIN)?.unwrap_or("")).map_err(named(CHAIN))?;
+            Origin::Inside { caller, chain }
+        }
+    };
+    Ok(Envelope { app, target, origin, deadline, trace: read_trace(head) })
+}
+
+/// The one value of `name`, if present.
+fn one<'h>(head: &'h HeaderMap, name: &'static str) -> Result<Option<&'h str>, HeadError> {
+    let mut values = head.get_all(name).iter();
+    let Some(first) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(HeadError::Repeated(name));
+    }
+    first.to_str().map(Some).map_err(|_| HeadError::NotText(name))
+}
+
+#[cfg(test)]
+mod tests;

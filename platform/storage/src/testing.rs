@@ -1,0 +1,403 @@
+//! A store that fails on demand, for tests of what the platform does when
+//! its store misbehaves.
+//!
+//! [`FaultyStore`] wraps any store (SQLite, PostgreSQL, or an
+//! `Arc<dyn Store>`) and delegates every call to it, unless a fault set
+//! through its [`Faults`] handle says otherwise. Faults are per [`Op`]:
+//! fail the next N calls, fail every call until cleared, or delay each call.
+//! Every call is counted, so a test can assert that a commit was (or was
+//! not) attempted.
+//!
+//! Compiled with the `testing` feature only (and in this crate's own tests).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use wasmkeep_core::{ActorKey, AppId};
+
+use crate::{ActorStore, AppStore, Epoch, StoreError, StoredVersion, Wake, WriteBatch};
+
+/// One method of [`ActorStore`] or [`AppStore`]: what a fault targets and
+/// what a call count counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Wake,
+    Get,
+    List,
+    Commit,
+    DeleteActor,
+    EnsureApp,
+    PutComponent,
+    Component,
+    AddVersion,
+    Activate,
+    ActiveVersion,
+    SetValue,
+    Values,
+}
+
+impl Op {
+    /// Every op, so a test can fault or check them all at once.
+    pub const ALL: [Op; 13] = [
+        Op::Wake,
+        Op::Get,
+        Op::List,
+        Op::Commit,
+        Op::DeleteActor,
+        Op::EnsureApp,
+        Op::PutComponent,
+        Op::Component,
+        Op::AddVersion,
+        Op::Activate,
+        Op::ActiveVersion,
+        Op::SetValue,
+        Op::Values,
+    ];
+}
+
+/// The handle through which a test sets faults and reads counts while the
+/// store is in use elsewhere. Clones share the same faults.
+#[derive(Debug, Clone, Default)]
+pub struct Faults(Arc<Mutex<[Rules; Op::ALL.len()]>>);
+
+/// What is set for one op.
+#[derive(Debug, Clone, Default)]
+struct Rules {
+    calls: u64,
+    delay: Option<Duration>,
+    failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone)]
+struct Failure {
+    error: StoreError,
+    /// Calls left to fail; `None` fails every call until cleared.
+    remaining: Option<u64>,
+}
+
+impl Faults {
+    /// Fails the next `n` calls of `op` with `error`, then lets calls through
+    /// again. Replaces any failure set before for `op`.
+    pub fn fail_next(&self, op: Op, n: u64, error: StoreError) {
+        self.rules(op, |r| r.failure = (n > 0).then_some(Failure { error, remaining: Some(n) }));
+    }
+
+    /// Fails every call of `op` with `error` until [`Faults::clear`].
+    /// Replaces any failure set before for `op`.
+    pub fn fail_always(&self, op: Op, error: StoreError) {
+        self.rules(op, |r| r.failure = Some(Failure { error, remaining: None }));
+    }
+
+    /// Waits `delay` at the start of every call of `op` (failing or not)
+    /// until [`Faults::clear`]: a slow store. The wait is a tokio timer, so
+    /// the call must run on a tokio runtime with time enabled.
+    pub fn delay(&self, op: Op, delay: Duration) {
+        self.rules(op, |r| r.delay = Some(delay));
+    }
+
+    /// Removes `op`'s failure and delay: its calls go through again. Its
+    /// count is kept.
+    pub fn clear(&self, op: Op) {
+        self.rules(op, |r| {
+            r.failure = None;
+            r.delay = None;
+        });
+    }
+
+    /// How many times `op` was called, whether it failed or not.
+    pub fn calls(&self, op: Op) -> u64 {
+        self.rules(op, |r| r.calls)
+    }
+
+    /// Counts a call of `op` and decides its fate there and then: the delay
+    /// to wait, and the error to answer instead of calling the inner store.
+    fn enter(&self, op: Op) -> (Option<Duration>, Option<StoreError>) {
+        self.rules(op, |r| {
+            r.calls += 1;
+            let error = match &mut r.failure {
+                None => None,
+                Some(Failure { error, remaining: None }) => Some(error.clone()),
+                Some(Failure { error, remaining: Some(n) }) => {
+                    let error = error.clone();
+                    *n -= 1;
+                    if *n == 0 {
+                        r.failure = None;
+                    }
+                    Some(error)
+                }
+            };
+            (r.delay, error)
+        })
+    }
+
+    fn rules<T>(&self, op: Op, f: impl FnOnce(&mut Rules) -> T) -> T {
+        // A test that panicked while holding the lock left nothing half-done.
+        let mut all: MutexGuard<'_, _> = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut all[op as usize])
+    }
+}
+
+/// A store that delegates every call to `inner` unless its [`Faults`] say
+/// otherwise. `S` may be a concrete store or `dyn Store`.
+pub struct FaultyStore<S: ?Sized> {
+    inner: Arc<S>,
+    faults: Faults,
+}
+
+impl<S: ?Sized> FaultyStore<S> {
+    /// Wraps `inner` with no faults set.
+    pub fn new(inner: Arc<S>) -> Self {
+        Self { inner, faults: Faults::default() }
+    }
+
+    /// The handle to set faults and read counts, kept by the test while the
+    /// store itself goes to the code under test.
+    pub fn faults(&self) -> Faults {
+        self.faults.clone()
+    }
+
+    /// The wrapped store, to look behind the faults (e.g. at what was
+    /// really committed).
+    pub fn inner(&self) -> &Arc<S> {
+        &self.inner
+    }
+
+    async fn enter(&self, op: Op) -> Result<(), StoreError> {
+        let (delay, error) = self.faults.enter(op);
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        error.map_or(Ok(()), Err)
+    }
+}
+
+#[async_trait]
+impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
+    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
+        self.enter(Op::Wake).await?;
+        self.inner.wake(actor, create, node).await
+    }
+
+    async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.enter(Op::Get).await?;
+        self.inner.get(actor, key).await
+    }
+
+    async fn list(
+        &self,
+        actor: &ActorKey,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.enter(Op::List).await?;
+        self.inner.list(actor, prefix, after, limit).await
+    }
+
+    async fn commit(&self, actor: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<(), StoreError> {
+        self.enter(Op::Commit).await?;
+        self.inner.commit(actor, epoch, batch).await
+    }
+
+    async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
+        self.enter(Op::DeleteActor).await?;
+        self.inner.delete_actor(actor, epoch).await
+    }
+}
+
+#[async_trait]
+impl<S: ?Sized + AppStore> AppStore for FaultyStore<S> {
+    async fn ensure_app(&self, tenant: &str, name: &str) -> Result<AppId, StoreError> {
+        self.enter(Op::EnsureApp).await?;
+        self.inner.ensure_app(tenant, name).await
+    }
+
+    async fn put_component(&self, hash: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.enter(Op::PutComponent).await?;
+        self.inner.put_component(hash, bytes).await
+    }
+
+    async fn component(&self, hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.enter(Op::Component).await?;
+        self.inner.component(hash).await
+    }
+
+    async fn add_version(
+        &self,
+        app: AppId,
+        manifest: &str,
+        components: &BTreeMap<String, String>,
+    ) -> Result<i64, StoreError> {
+        self.enter(Op::AddVersion).await?;
+        self.inner.add_version(app, manifest, components).await
+    }
+
+    async fn activate(&self, app: AppId, version: i64) -> Result<(), StoreError> {
+        self.enter(Op::Activate).await?;
+        self.inner.activate(app, version).await
+    }
+
+    async fn active_version(&self, app: AppId) -> Result<Option<StoredVersion>, StoreError> {
+        self.enter(Op::ActiveVersion).await?;
+        self.inner.active_version(app).await
+    }
+
+    async fn set_value(&self, app: AppId, name: &str, value: &str) -> Result<(), StoreError> {
+        self.enter(Op::SetValue).await?;
+        self.inner.set_value(app, name, value).await
+    }
+
+    async fn values(&self, app: AppId) -> Result<BTreeMap<String, String>, StoreError> {
+        self.enter(Op::Values).await?;
+        self.inner.values(app).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::time::Instant;
+    use wasmkeep_core::Address;
+
+    use super::*;
+    use crate::{SqliteStore, Store};
+
+    fn store() -> (tempfile::TempDir, FaultyStore<SqliteStore>) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(&dir.path().join("store.db")).unwrap();
+        (dir, FaultyStore::new(Arc::new(s)))
+    }
+
+    fn key(name: &str) -> ActorKey {
+        ActorKey { app: AppId(1), address: Address::parse(&format!("counter/{name}")).unwrap() }
+    }
+
+    fn put(k: &str, v: &[u8]) -> WriteBatch {
+        WriteBatch { clear: false, writes: BTreeMap::from([(k.to_string(), Some(v.to_vec()))]) }
+    }
+
+    async fn owned(s: &impl ActorStore, a: &ActorKey) -> Epoch {
+        let Wake::Owned { epoch, .. } = s.wake(a, true, "n1").await.unwrap() else { panic!("not owned") };
+        epoch
+    }
+
+    fn disk_full() -> StoreError {
+        StoreError::Backend("disk full".into())
+    }
+
+    #[tokio::test]
+    async fn every_call_reaches_the_inner_store_and_is_counted_once() {
+        let (_d, s) = store();
+        let f = s.faults();
+        let a = key("x");
+        let epoch = owned(&s, &a).await;
+        s.commit(&a, epoch, &put("k", b"1")).await.unwrap();
+        assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
+        assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![("k".to_string(), b"1".to_vec())]);
+        // The inner store saw the commit itself, not a copy.
+        assert_eq!(s.inner().get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
+        s.delete_actor(&a, epoch).await.unwrap();
+        assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+
+        let app = s.ensure_app("dev", "counter").await.unwrap();
+        s.put_component("h1", b"wasm").await.unwrap();
+        assert_eq!(s.component("h1").await.unwrap(), Some(b"wasm".to_vec()));
+        let comps = BTreeMap::from([("counter".to_string(), "h1".to_string())]);
+        let v = s.add_version(app, "{}", &comps).await.unwrap();
+        s.activate(app, v).await.unwrap();
+        assert_eq!(s.active_version(app).await.unwrap().unwrap().components, comps);
+        s.set_value(app, "A", "1").await.unwrap();
+        assert_eq!(s.values(app).await.unwrap()["A"], "1");
+
+        for op in Op::ALL {
+            assert_eq!(f.calls(op), if op == Op::Wake { 2 } else { 1 }, "{op:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn fail_next_fails_that_many_calls_then_recovers() {
+        let (_d, s) = store();
+        let f = s.faults();
+        let a = key("x");
+        let epoch = owned(&s, &a).await;
+        f.fail_next(Op::Commit, 2, disk_full());
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(disk_full()));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"2")).await, Err(disk_full()));
+        // The failed commits never reached the store.
+        assert_eq!(s.get(&a, "k").await.unwrap(), None);
+        s.commit(&a, epoch, &put("k", b"3")).await.unwrap();
+        assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"3".to_vec()));
+        assert_eq!(f.calls(Op::Commit), 3);
+        // Other ops were never touched.
+        assert_eq!(f.calls(Op::Get), 2);
+    }
+
+    #[tokio::test]
+    async fn fail_always_fails_until_cleared() {
+        let (_d, s) = store();
+        let f = s.faults();
+        let a = key("x");
+        f.fail_always(Op::Wake, disk_full());
+        for _ in 0..5 {
+            assert_eq!(s.wake(&a, true, "n1").await, Err(disk_full()));
+        }
+        f.clear(Op::Wake);
+        assert_eq!(s.wake(&a, true, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
+        assert_eq!(f.calls(Op::Wake), 6);
+    }
+
+    #[tokio::test]
+    async fn fenced_and_backend_errors_are_answered_as_set() {
+        let (_d, s) = store();
+        let f = s.faults();
+        let a = key("x");
+        let epoch = owned(&s, &a).await;
+        f.fail_next(Op::Commit, 1, StoreError::Fenced);
+        f.fail_next(Op::DeleteActor, 1, StoreError::Backend("gone".into()));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(StoreError::Fenced));
+        assert_eq!(s.delete_actor(&a, epoch).await, Err(StoreError::Backend("gone".into())));
+        // A later setting replaces the earlier one.
+        f.fail_always(Op::Commit, disk_full());
+        f.fail_always(Op::Commit, StoreError::Fenced);
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(StoreError::Fenced));
+        f.fail_next(Op::Commit, 0, disk_full());
+        s.commit(&a, epoch, &put("k", b"1")).await.unwrap();
+    }
+
+    // Paused time: the clock moves only by the store's own sleeps.
+    #[tokio::test(start_paused = true)]
+    async fn a_delay_holds_every_call_back_until_cleared() {
+        let (_d, s) = store();
+        let f = s.faults();
+        let a = key("x");
+        f.delay(Op::Wake, Duration::from_secs(5));
+        f.fail_next(Op::Wake, 1, disk_full());
+        let start = Instant::now();
+        // A failing call waits too: a slow store that then gives up.
+        assert_eq!(s.wake(&a, true, "n1").await, Err(disk_full()));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        owned(&s, &a).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        // Other ops are not delayed.
+        s.get(&a, "k").await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        f.clear(Op::Wake);
+        owned(&s, &a).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        assert_eq!(f.calls(Op::Wake), 3);
+    }
+
+    #[tokio::test]
+    async fn wraps_a_shared_dyn_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("store.db")).unwrap());
+        let s: Arc<dyn Store> = Arc::new(FaultyStore::new(inner.clone()));
+        let faulty = FaultyStore::new(inner);
+        let f = faulty.faults();
+        f.fail_always(Op::EnsureApp, StoreError::Fenced);
+        assert_eq!(faulty.ensure_app("dev", "a").await, Err(StoreError::Fenced));
+        // Faults belong to one wrapper; another over the same store is unaffected.
+        s.ensure_app("dev", "a").await.unwrap();
+    }
+}
