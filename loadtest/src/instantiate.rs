@@ -95,20 +95,31 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
         let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
+        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into());
         for _ in 0..n {
             if !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
             let instance = component
-                .instantiate(MemoryHost::default(), label.clone(), Instant::now() + Duration::from_secs(30))
+                .instantiate(
+                    MemoryHost::default(),
+                    label.clone(),
+                    egress.clone(),
+                    Instant::now() + Duration::from_secs(30),
+                )
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             raw.push(t.elapsed());
             drop(instance);
             let t = Instant::now();
             let mut instance = component
-                .instantiate(MemoryHost::default(), label.clone(), Instant::now() + Duration::from_secs(30))
+                .instantiate(
+                    MemoryHost::default(),
+                    label.clone(),
+                    egress.clone(),
+                    Instant::now() + Duration::from_secs(30),
+                )
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;

@@ -147,7 +147,8 @@ async fn execute(
         slot @ None => {
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
-            let instance = class.component.instantiate(host, label, ends).await.map_err(from_failure)?;
+            let instance =
+                class.component.instantiate(host, label, app.egress.clone(), ends).await.map_err(from_failure)?;
             slot.insert(instance)
         }
     };

@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use wasmkeep_core::{Access, AppId, AppRef, ClassName};
-use wasmkeep_runtime::{ActorComponent, ActorHost, FrontComponent, GuestHost};
+use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
 
 /// A class of a version: its access level and its component.
 pub struct Class<A: ActorHost> {
@@ -40,14 +40,18 @@ pub struct App<A: ActorHost, F: GuestHost> {
     pub reference: Arc<AppRef>,
     /// `tenant/app`, as logs name it.
     pub label: Arc<str>,
+    /// The outbound requests of its guests go out under this.
+    pub egress: Egress,
     active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
 
 impl<A: ActorHost, F: GuestHost> App<A, F> {
     pub(crate) fn new(reference: AppRef, values: BTreeMap<String, String>) -> Self {
+        let label: Arc<str> = reference.to_string().into();
         Self {
-            label: reference.to_string().into(),
+            egress: Egress::for_app(label.clone()),
+            label,
             reference: Arc::new(reference),
             active: RwLock::new(None),
             values: RwLock::new(Arc::new(values)),

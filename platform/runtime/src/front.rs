@@ -15,6 +15,7 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
 use crate::guest_log::GuestLabel;
 use crate::host::{Egress, GuestConfig, GuestHost, GuestState};
+use crate::loader;
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
@@ -127,6 +128,7 @@ impl<H: GuestHost> FrontComponent<H> {
         self: &Arc<Self>,
         host: H,
         label: GuestLabel,
+        egress: Egress,
         request: http::Request<B>,
         ends: Instant,
     ) -> Result<(http::Response<FrontBody>, FrontRun), EventFailure>
@@ -134,14 +136,9 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let state = GuestState::new(host, label.clone(), &self.guest, Egress);
-        let mut store = wall::guest_store(self.pre.engine(), state, ends);
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, ends);
         let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
-        let proxy = match instantiated {
-            Ok(Ok(proxy)) => proxy,
-            Err(_elapsed) => return Err(EventFailure::Wall.logged(&store)),
-            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e).logged(&store)),
-        };
+        let proxy = loader::instantiated(&store, instantiated)?;
         let (answer, answered) = oneshot::channel();
         let mut http = store.data_mut().http();
         let resources = http

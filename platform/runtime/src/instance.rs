@@ -10,6 +10,7 @@ use crate::bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 use crate::bindings::{ActorCore, ActorCorePre};
 use crate::guest_log::GuestLabel;
 use crate::host::{ActorHost, Egress, GuestConfig, GuestState, Request, Response};
+use crate::loader;
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
@@ -36,22 +37,19 @@ impl<H: ActorHost> ActorComponent<H> {
         &self.hash
     }
 
-    /// A new instance from the pool, holding `host`. Instantiation runs
-    /// the component's start code, within the wall that `ends` then.
+    /// A new instance from the pool, holding `host`, its outbound requests
+    /// under its app's `egress`. Instantiation runs the component's start
+    /// code, within the wall that `ends` then.
     pub async fn instantiate(
         self: &Arc<Self>,
         host: H,
         label: GuestLabel,
+        egress: Egress,
         ends: Instant,
     ) -> Result<ActorInstance<H>, EventFailure> {
-        let state = GuestState::new(host, label, &self.guest, Egress);
-        let mut store = wall::guest_store(self.pre.engine(), state, ends);
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, ends);
         let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
-        let bindings = match instantiated {
-            Ok(Ok(bindings)) => bindings,
-            Err(_elapsed) => return Err(EventFailure::Wall.logged(&store)),
-            Ok(Err(e)) => return Err(EventFailure::from_trap(&store, &e).logged(&store)),
-        };
+        let bindings = loader::instantiated(&store, instantiated)?;
         wall::stop(&mut store);
         Ok(ActorInstance { store, bindings, component: self.clone() })
     }

@@ -10,6 +10,7 @@ mod front;
 mod guest_log;
 mod host;
 mod instance;
+mod loader;
 mod wall;
 
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ pub use engine::{EngineConfig, TICK};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
 pub use host::{
-    ActorHost, CallError, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
+    ActorHost, CallError, Egress, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
 };
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
 pub use wall::EventFailure;

@@ -4,6 +4,7 @@
 //! guest sees them: an upstream cannot pose as the host.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,9 +23,20 @@ type Sent = Box<dyn Future<Output = Result<(http::Response<WasiBody>, Io), Error
 /// How long a connection may take when the guest sets no timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The hooks wasmtime-wasi-http calls for a guest's outbound requests.
-#[derive(Debug, Clone, Default)]
-pub struct Egress;
+/// The hooks wasmtime-wasi-http calls for a guest's outbound requests:
+/// one per app, shared by its guests' stores (the egress policy it will
+/// hold is the app's).
+#[derive(Debug, Clone)]
+pub struct Egress {
+    /// `tenant/app`, as logs name it.
+    app: Arc<str>,
+}
+
+impl Egress {
+    pub fn for_app(app: Arc<str>) -> Self {
+        Self { app }
+    }
+}
 
 impl WasiHttpHooks for Egress {
     /// Plain HTTP only: TLS comes with the egress policy.
@@ -42,6 +54,7 @@ impl WasiHttpHooks for Egress {
         options: Option<RequestOptions>,
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
+        tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
         Box::new(send(request, options))
     }
 }
