@@ -34,3 +34,59 @@ async fn no_answer_leaves_before_its_writes_are_durable() {
     faults.clear(Op::Commit);
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
 }
+
+/// A node on a store whose calls are counted, with actors that hibernate
+/// 0.1 s after their last event.
+async fn counted_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
+    let data = Arc::new(tempfile::tempdir().unwrap());
+    let sqlite = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
+    let store = FaultyStore::new(sqlite.clone());
+    let faults = store.faults();
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("open", Access::Open, &guests().probe)],
+        required_values: vec![],
+    };
+    let limits = wasmkeep_core::Limits { idle_secs: 0.1, ..test_limits() };
+    (TestNode::start_with(data, Arc::new(store), limits, spec).await, faults, sqlite)
+}
+
+async fn hibernated(n: &TestNode) -> bool {
+    wasmkeep_tests::eventually(std::time::Duration::from_secs(5), || n.node.awake_actors() == 0).await
+}
+
+#[tokio::test]
+async fn an_actor_woken_again_takes_no_new_owner_epoch() {
+    let (n, faults, _) = counted_node().await;
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    assert!(hibernated(&n).await);
+    for round in 2..5 {
+        assert_eq!(n.get("/actor/open/a/count").await.json()["count"], round);
+        assert!(hibernated(&n).await);
+    }
+    // One wake in the store, the first; the others kept its epoch.
+    assert_eq!(faults.calls(Op::Wake), 1);
+    // A deleted actor keeps nothing: it is woken (and created) afresh.
+    assert_eq!(n.send(n.client.delete(format!("{}/actor/open/a/", n.url))).await.status, 204);
+    assert!(hibernated(&n).await);
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    assert_eq!(faults.calls(Op::Wake), 2);
+}
+
+#[tokio::test]
+async fn an_epoch_taken_elsewhere_while_asleep_fences_the_next_commit_then_wakes_afresh() {
+    let (n, faults, sqlite) = counted_node().await;
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    assert!(hibernated(&n).await);
+    // Another owner takes the actor while it sleeps here.
+    let key = wasmkeep_core::ActorKey { app: n.app, address: wasmkeep_core::Address::parse("open/a").unwrap() };
+    use wasmkeep_storage::ActorStore;
+    sqlite.wake(&key, false, "another-node").await.unwrap();
+    // This node's kept epoch is stale: the write is refused, nothing of it
+    // is kept, and the client is told to retry.
+    let a = n.get("/actor/open/a/count").await;
+    assert_eq!((a.status, a.body.as_str()), (503, "store unavailable\n"));
+    // The retry wakes the actor afresh and succeeds.
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
+    assert_eq!(faults.calls(Op::Wake), 2);
+}

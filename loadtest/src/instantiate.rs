@@ -76,6 +76,8 @@ impl ActorHost for MemoryHost {
 pub fn run(args: &[String]) -> Result<(), String> {
     let n: usize = flag(args, "--n", 2000)?;
     let gap = Duration::from_millis(flag(args, "--gap-ms", 0u64)?);
+    // More rounds of wakes (all measured) make a profile of the host's part.
+    let rounds: usize = flag(args, "--wake-rounds", 1)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // On a worker thread, as a request is: block_on's own thread is not
     // one, and a hop to a worker would be counted as the host's.
@@ -140,16 +142,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         while node.awake_actors() > 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let mut hosted = Vec::with_capacity(actors);
-        for i in 0..actors {
-            if !gap.is_zero() {
-                tokio::time::sleep(gap).await;
+        let mut hosted = Vec::with_capacity(actors * rounds);
+        for _ in 0..rounds {
+            for i in 0..actors {
+                if !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+                let t = Instant::now();
+                node.request_to(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                hosted.push(t.elapsed());
             }
-            let t = Instant::now();
-            node.request_to(app, target(i), wasmkeep_core::Origin::Outside, peek.clone())
-                .await
-                .map_err(|e| e.to_string())?;
-            hosted.push(t.elapsed());
+            while node.awake_actors() > 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
 
         let (raw, raw_event, hosted) = (stats::summarize(raw), stats::summarize(raw_event), stats::summarize(hosted));

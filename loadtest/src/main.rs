@@ -33,6 +33,13 @@ mod wake;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // As the `wasmkeep` binary does: error values (wasmtime makes one for
+    // every store it drops) capture no backtrace, even with `RUST_BACKTRACE`
+    // set, so the in-process node and its floors are measured as it runs.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: the first thing `main` does; no other thread exists yet.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (scenario, rest) = match args.split_first() {
         Some((s, rest)) => (s.as_str(), rest),

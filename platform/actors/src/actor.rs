@@ -16,7 +16,8 @@ use crate::event::{Event, EventKind, SocketEvent, from_failure};
 use crate::residence::Residence;
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
-    let mut residence = Residence::default();
+    // An actor this node woke before wakes again without a store write.
+    let mut residence = Residence { epoch: node.owned.take(&key), ..Residence::default() };
     loop {
         // An actor holding nothing has nothing to keep: it retires as soon
         // as its queue is empty. A resident one waits its idle time.
@@ -31,8 +32,18 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
         };
         match next {
             Some(event) => handle(&node, &mut residence, event).await,
-            None if node.mailboxes.retire(&key, &rx) => return,
-            None => {}
+            None => {
+                // The epoch is kept before a new task for the actor can
+                // start and look for it.
+                let keep = || {
+                    if let Some(epoch) = residence.epoch {
+                        node.owned.keep(&key, epoch);
+                    }
+                };
+                if node.mailboxes.retire(&key, &rx, keep) {
+                    return;
+                }
+            }
         }
     }
 }

@@ -114,6 +114,8 @@ pub(crate) struct NodeInner {
     pub mailboxes: Mailboxes,
     /// Every open socket of the node, with the envelope its events carry.
     pub sockets: Registry<MailboxKey, Envelope>,
+    /// The owner epochs of actors this node woke and that hibernated since.
+    pub owned: residence::Owned,
 }
 
 impl NodeInner {
@@ -156,6 +158,7 @@ impl Node {
                 queue_bytes: config.limits.socket_queue_bytes,
             }),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
+            owned: residence::Owned::default(),
             limits: Arc::new(config.limits),
             runtime,
             store,

@@ -62,14 +62,16 @@ impl Mailboxes {
         sent
     }
 
-    /// Removes the actor's entry if its queue is empty; answers whether the
-    /// task may end.
-    pub(crate) fn retire(&self, key: &MailboxKey, rx: &mpsc::Receiver<Event>) -> bool {
+    /// Removes the actor's entry if its queue is empty, running `last`
+    /// under the same lock (before any new task can start for the actor);
+    /// answers whether the task may end.
+    pub(crate) fn retire(&self, key: &MailboxKey, rx: &mpsc::Receiver<Event>, last: impl FnOnce()) -> bool {
         let mut map = self.lock();
         if !rx.is_empty() {
             return false;
         }
         map.remove(key);
+        last();
         true
     }
 
