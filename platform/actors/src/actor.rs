@@ -50,7 +50,7 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 
 async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
     let Event { envelope, kind, arrived } = event;
-    let admitted = admit(node, &envelope, residence, kind.may_create(), arrived).await;
+    let admitted = admit(node, &envelope, &kind, residence, arrived).await;
     if let Err(refusal) = &admitted {
         node.metrics.refusals.inc(refusal_label(refusal));
     }

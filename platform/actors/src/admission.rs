@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmkeep_core::admission::{Before, before_store, capacity_wait, no_capacity};
+use wasmkeep_core::admission::{Before, Name, before_store, capacity_wait, no_capacity};
 use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
 use wasmkeep_storage::{Epoch, Wake};
 
+use crate::event::EventKind;
 use crate::residence::Residence;
 use crate::{App, Class, NodeInner};
 
@@ -28,14 +29,14 @@ pub(crate) struct Admitted {
 }
 
 /// Admits one event of `envelope`, arrived at `arrived`, creating the
-/// actor only if this kind of event `may_create` it. `residence` is what
-/// the actor already holds: a resident actor is known to exist and holds a
-/// pool instance.
+/// actor only if this kind of event may create it. `residence` is what
+/// the actor already holds: a resident actor is known to exist, its name
+/// is checked, and it holds a pool instance.
 pub(crate) async fn admit(
     node: &NodeInner,
     envelope: &Envelope,
+    kind: &EventKind,
     residence: &mut Residence,
-    may_create: bool,
     arrived: Instant,
 ) -> Result<Admitted, Refusal> {
     let app = node.app(envelope.app.id).ok_or(Refusal::NoSuchApp)?;
@@ -47,11 +48,17 @@ pub(crate) async fn admit(
         now: Instant::now(),
         deadline: envelope.deadline,
         class: class.as_ref().map(|c| c.access),
-        target: &envelope.target,
+        name: match &residence.name {
+            Some(checked) => Name::Checked(checked),
+            None => Name::Raw(&envelope.target),
+        },
         outside: envelope.origin.is_outside(),
         missing_value: missing_value.map(String::as_str),
-        may_create,
+        may_create: kind.may_create(),
     })?;
+    if residence.name.is_none() {
+        residence.name = Some(wake.name.clone());
+    }
     let class = class.expect("a class that passed admission exists");
     // Existence: a resident actor exists; otherwise the store answers.
     let actor = ActorKey { app: app.id(), address: Address::new(class.name.clone(), wake.name) };

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use wasmkeep_core::MailboxKey;
+use wasmkeep_core::{ActorName, MailboxKey};
 use wasmkeep_runtime::ActorInstance;
 use wasmkeep_scheduler::InstanceLease;
 use wasmkeep_storage::Epoch;
@@ -20,6 +20,8 @@ pub(crate) struct Residence {
     pub instance: Option<ActorInstance<ActorEventHost>>,
     /// The owner epoch, once the actor is known to exist.
     pub epoch: Option<Epoch>,
+    /// Its name, once admission has checked it (it stays valid).
+    pub name: Option<ActorName>,
     /// The pool instance it may use.
     pub lease: Option<InstanceLease>,
 }

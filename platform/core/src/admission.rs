@@ -14,6 +14,16 @@ use crate::access::Access;
 use crate::names::{ActorName, RawAddress};
 use crate::refusal::Refusal;
 
+/// The actor's name, as admission meets it.
+#[derive(Debug, Clone, Copy)]
+pub enum Name<'a> {
+    /// As the caller gave it: checked here, in its step.
+    Raw(&'a RawAddress),
+    /// Checked already, for an earlier event of this resident actor: a
+    /// name that was valid stays valid, so it is not checked again.
+    Checked(&'a ActorName),
+}
+
 /// What admission knows of an event before it asks the store.
 #[derive(Debug, Clone, Copy)]
 pub struct Before<'a> {
@@ -22,7 +32,7 @@ pub struct Before<'a> {
     pub deadline: Instant,
     /// The class's access level, if the class is one of the active version's.
     pub class: Option<Access>,
-    pub target: &'a RawAddress,
+    pub name: Name<'a>,
     pub outside: bool,
     /// The first value the app requires that is not set, if any.
     pub missing_value: Option<&'a str>,
@@ -45,7 +55,10 @@ pub fn before_store(b: Before<'_>) -> Result<Wake, Refusal> {
         return Err(Refusal::DeadlinePassed);
     }
     let access = b.class.ok_or(Refusal::NoSuchClass)?;
-    let name = b.target.actor_name().map_err(Refusal::InvalidName)?;
+    let name = match b.name {
+        Name::Raw(target) => target.actor_name().map_err(Refusal::InvalidName)?,
+        Name::Checked(name) => name.clone(),
+    };
     if access.refuses_early(b.outside) {
         return Err(Refusal::Internal);
     }
@@ -80,7 +93,7 @@ mod tests {
             now,
             deadline: now + S(1),
             class: Some(Access::Open),
-            target: &target,
+            name: Name::Raw(&target),
             outside: true,
             missing_value: None,
             may_create: true,
@@ -115,7 +128,7 @@ mod tests {
                 now: Instant::now(),
                 deadline: Instant::now() + S(1),
                 class: None,
-                target: &target,
+                name: Name::Raw(&target),
                 outside: true,
                 missing_value: None,
                 may_create: true,
@@ -153,6 +166,25 @@ mod tests {
         assert_eq!(creates(Access::Open, true, false), Ok(false));
         assert_eq!(creates(Access::Internal, false, false), Ok(false));
         assert_eq!(check(|_| {}).unwrap().name.as_str(), "a");
+    }
+
+    #[test]
+    fn a_name_checked_before_is_not_checked_again_but_the_rest_is() {
+        let known = ActorName::parse("known").unwrap();
+        let now = Instant::now();
+        let b = Before {
+            now,
+            deadline: now + S(1),
+            class: Some(Access::Open),
+            name: Name::Checked(&known),
+            outside: true,
+            missing_value: None,
+            may_create: true,
+        };
+        assert_eq!(before_store(b).unwrap().name, known);
+        assert_eq!(before_store(Before { class: None, ..b }), Err(Refusal::NoSuchClass));
+        assert_eq!(before_store(Before { class: Some(Access::Internal), ..b }), Err(Refusal::Internal));
+        assert_eq!(before_store(Before { deadline: now, ..b }), Err(Refusal::DeadlinePassed));
     }
 
     #[test]
