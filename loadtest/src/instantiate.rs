@@ -102,32 +102,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut raw_event = Vec::with_capacity(n);
         let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
         let egress = wasmkeep_runtime::Egress::for_app("bench/app".into());
+        // A fresh instance from the pool, timed with what follows it.
+        let fresh = || {
+            component.instantiate(
+                MemoryHost::default(),
+                label.clone(),
+                egress.clone(),
+                Instant::now() + Duration::from_secs(30),
+            )
+        };
         for _ in 0..n {
             if !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
-            let instance = component
-                .instantiate(
-                    MemoryHost::default(),
-                    label.clone(),
-                    egress.clone(),
-                    Instant::now() + Duration::from_secs(30),
-                )
-                .await
-                .map_err(|e| format!("{e:?}"))?;
+            let instance = fresh().await.map_err(|e| format!("{e:?}"))?;
             raw.push(t.elapsed());
             drop(instance);
             let t = Instant::now();
-            let mut instance = component
-                .instantiate(
-                    MemoryHost::default(),
-                    label.clone(),
-                    egress.clone(),
-                    Instant::now() + Duration::from_secs(30),
-                )
-                .await
-                .map_err(|e| format!("{e:?}"))?;
+            let mut instance = fresh().await.map_err(|e| format!("{e:?}"))?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             raw_event.push(t.elapsed());
         }
@@ -138,15 +131,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut held = std::collections::VecDeque::new();
         for _ in 0..n {
             let t = Instant::now();
-            let mut instance = component
-                .instantiate(
-                    MemoryHost::default(),
-                    label.clone(),
-                    egress.clone(),
-                    Instant::now() + Duration::from_secs(30),
-                )
-                .await
-                .map_err(|e| format!("{e:?}"))?;
+            let mut instance = fresh().await.map_err(|e| format!("{e:?}"))?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             rotating.push(t.elapsed());
             held.push_back(instance);

@@ -5,6 +5,7 @@
 
 use http::{HeaderMap, Method};
 
+use crate::head::ValueError;
 use crate::names::RawAddress;
 
 /// Whether a request is a WebSocket upgrade: a `GET` with `Upgrade:
@@ -36,12 +37,9 @@ pub struct HandOff {
 /// `guest_error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandOffError {
-    #[error("{0} is missing")]
-    Missing(&'static str),
-    #[error("{0} appears more than once")]
-    Repeated(&'static str),
-    #[error("{0} is not visible ASCII")]
-    NotText(&'static str),
+    /// One of the three headers is missing, repeated or not text.
+    #[error(transparent)]
+    Value(#[from] ValueError),
     #[error("the name is not UTF-8 once decoded")]
     NameNotUtf8,
     #[error("the name has a `%` not followed by two hex digits")]

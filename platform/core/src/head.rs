@@ -63,16 +63,23 @@ pub const TRACESTATE_MAX: usize = 512;
 /// Longest deadline the hop carries: a day, far past every limit.
 pub const DEADLINE_MAX: Duration = crate::deadline::FOREVER;
 
-/// Why a head (or one of its values) is not valid. For the node's log and
-/// the hop's refusal; never shown to a client.
+/// Why one header of the head cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HeadError {
+pub enum ValueError {
     #[error("{0} is missing")]
     Missing(&'static str),
     #[error("{0} appears more than once")]
     Repeated(&'static str),
     #[error("{0} is not visible ASCII")]
     NotText(&'static str),
+}
+
+/// Why a head (or one of its values) is not valid. For the node's log and
+/// the hop's refusal; never shown to a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    #[error(transparent)]
+    Value(#[from] ValueError),
     #[error("{name}: {error}")]
     Name { name: &'static str, error: NameError },
     #[error("{0} is not a whole number of milliseconds up to a day")]
@@ -251,19 +258,10 @@ pub fn read_handoff(headers: &HeaderMap) -> Option<Result<HandOff, HandOffError>
     Some(parse_handoff(headers))
 }
 
-fn one_handoff<'h>(headers: &'h HeaderMap, name: &'static str) -> Result<&'h str, HandOffError> {
-    let mut values = headers.get_all(name).iter();
-    let value = values.next().ok_or(HandOffError::Missing(name))?;
-    if values.next().is_some() {
-        return Err(HandOffError::Repeated(name));
-    }
-    value.to_str().map_err(|_| HandOffError::NotText(name))
-}
-
 fn parse_handoff(headers: &HeaderMap) -> Result<HandOff, HandOffError> {
-    let class = one_handoff(headers, HANDOFF_CLASS)?;
-    let name = one_handoff(headers, HANDOFF_NAME)?;
-    let path = one_handoff(headers, HANDOFF_PATH)?;
+    let class = needed(headers, HANDOFF_CLASS)?;
+    let name = needed(headers, HANDOFF_NAME)?;
+    let path = needed(headers, HANDOFF_PATH)?;
     let name = decode(name).map_err(|_| HandOffError::NameNotDecodable)?;
     let name = String::from_utf8(name).map_err(|_| HandOffError::NameNotUtf8)?;
     // What is checked is what is passed on: the parsed path and query must
@@ -325,10 +323,10 @@ pub fn from_head(
     apps: impl FnOnce(&TenantId, &AppName) -> Option<Arc<AppRef>>,
 ) -> Result<Envelope, HeadError> {
     let named = |name: &'static str| move |error| HeadError::Name { name, error };
-    let (tenant, app_name) = parse_app(one(head, APP)?.ok_or(HeadError::Missing(APP))?).map_err(named(APP))?;
+    let (tenant, app_name) = parse_app(needed(head, APP)?).map_err(named(APP))?;
     let app = apps(&tenant, &app_name).ok_or_else(|| HeadError::UnknownApp(format_app(&tenant, &app_name)))?;
-    let target = parse_target(one(head, TARGET)?.ok_or(HeadError::Missing(TARGET))?).map_err(named(TARGET))?;
-    let deadline = parse_deadline(one(head, DEADLINE)?.ok_or(HeadError::Missing(DEADLINE))?, now)?;
+    let target = parse_target(needed(head, TARGET)?).map_err(named(TARGET))?;
+    let deadline = parse_deadline(needed(head, DEADLINE)?, now)?;
     let origin = match one(head, CALLER)? {
         None => Origin::Outside,
         Some(value) => {
@@ -344,13 +342,18 @@ pub fn from_head(
 }
 
 /// The one value of `name`, if present.
-fn one<'h>(head: &'h HeaderMap, name: &'static str) -> Result<Option<&'h str>, HeadError> {
+fn one<'h>(head: &'h HeaderMap, name: &'static str) -> Result<Option<&'h str>, ValueError> {
     let mut values = head.get_all(name).iter();
     let Some(first) = values.next() else { return Ok(None) };
     if values.next().is_some() {
-        return Err(HeadError::Repeated(name));
+        return Err(ValueError::Repeated(name));
     }
-    first.to_str().map(Some).map_err(|_| HeadError::NotText(name))
+    first.to_str().map(Some).map_err(|_| ValueError::NotText(name))
+}
+
+/// The one value of `name`, which must be present.
+fn needed<'h>(head: &'h HeaderMap, name: &'static str) -> Result<&'h str, ValueError> {
+    one(head, name)?.ok_or(ValueError::Missing(name))
 }
 
 #[cfg(test)]

@@ -232,12 +232,12 @@ fn no_hand_off_header_is_no_hand_off() {
 fn a_broken_hand_off_says_why() {
     let ok = [(HANDOFF_CLASS, "room"), (HANDOFF_NAME, "a"), (HANDOFF_PATH, "/")];
     let err = |pairs: &[(&str, &str)]| read_handoff(&headers(pairs)).unwrap().unwrap_err();
-    assert_eq!(err(&ok[..2]), HandOffError::Missing(HANDOFF_PATH));
-    assert_eq!(err(&ok[1..]), HandOffError::Missing(HANDOFF_CLASS));
-    assert_eq!(err(&[ok[0], ok[2]]), HandOffError::Missing(HANDOFF_NAME));
+    assert_eq!(err(&ok[..2]), HandOffError::Value(ValueError::Missing(HANDOFF_PATH)));
+    assert_eq!(err(&ok[1..]), HandOffError::Value(ValueError::Missing(HANDOFF_CLASS)));
+    assert_eq!(err(&[ok[0], ok[2]]), HandOffError::Value(ValueError::Missing(HANDOFF_NAME)));
     let mut repeated = ok.to_vec();
     repeated.push((HANDOFF_NAME, "b"));
-    assert_eq!(err(&repeated), HandOffError::Repeated(HANDOFF_NAME));
+    assert_eq!(err(&repeated), HandOffError::Value(ValueError::Repeated(HANDOFF_NAME)));
     assert_eq!(err(&[ok[0], (HANDOFF_NAME, "%FF"), ok[2]]), HandOffError::NameNotUtf8);
     assert_eq!(err(&[ok[0], ok[1], (HANDOFF_PATH, "ws")]), HandOffError::BadPath);
     assert_eq!(err(&[ok[0], ok[1], (HANDOFF_PATH, "")]), HandOffError::BadPath);
@@ -247,7 +247,7 @@ fn a_broken_hand_off_says_why() {
     }
     let mut h = headers(&ok);
     h.insert(HANDOFF_CLASS, http::HeaderValue::from_bytes(b"r\xc3\xa9").unwrap());
-    assert_eq!(read_handoff(&h).unwrap().unwrap_err(), HandOffError::NotText(HANDOFF_CLASS));
+    assert_eq!(read_handoff(&h).unwrap().unwrap_err(), HandOffError::Value(ValueError::NotText(HANDOFF_CLASS)));
 }
 
 #[test]
@@ -324,11 +324,11 @@ fn a_broken_head_says_what_is_wrong() {
     for name in [APP, TARGET, DEADLINE] {
         let mut h = head.clone();
         h.remove(name);
-        assert_eq!(from_head(&h, now, apps), Err(HeadError::Missing(name)), "{name}");
+        assert_eq!(from_head(&h, now, apps), Err(HeadError::Value(ValueError::Missing(name))), "{name}");
     }
     let mut h = head.clone();
     h.append(CALLER, "acme/_front/main".parse().unwrap());
-    assert_eq!(from_head(&h, now, apps), Err(HeadError::Repeated(CALLER)));
+    assert_eq!(from_head(&h, now, apps), Err(HeadError::Value(ValueError::Repeated(CALLER))));
     // A caller of another tenant cannot call into this one.
     let mut h = head.clone();
     h.insert(CALLER, "evil/_front/main".parse().unwrap());
