@@ -119,10 +119,19 @@ async fn a_call_times_out_at_the_callers_deadline_and_the_caller_answers() {
 async fn a_cycle_across_two_chains_ends_in_timeout_and_both_serve_again() {
     let n = node(Limits { wall_per_event_secs: 2.0, ..test_limits() }).await;
     let started = Instant::now();
-    let (x, y) = tokio::join!(call(&n, "open/a", "open/b", "/peek"), call(&n, "open/b", "open/a", "/peek"));
-    // Each waits on an actor busy waiting on the other. The call whose
-    // event started first gives up at its deadline; its actor, free
-    // again, may still answer the other before that one's deadline.
+    // Each event pauses 0.3 s before its call, so both are running when
+    // they call: each waits on an actor busy waiting on the other. The
+    // call whose event started first gives up at its deadline; its actor,
+    // free again, may still answer the other before that one's deadline.
+    let cross = |from: &'static str, to: &'static str| {
+        let n = &n;
+        async move {
+            let a = n.get(&format!("/actor/{from}/call?to={to}&path=/peek&pause=300")).await;
+            assert_eq!(a.status, 200, "{}", a.body);
+            a.json()
+        }
+    };
+    let (x, y) = tokio::join!(cross("open/a", "open/b"), cross("open/b", "open/a"));
     let outcomes = [&x, &y].map(|r| r["error"].as_str().map(str::to_owned).unwrap_or_else(|| r["status"].to_string()));
     assert!(outcomes.contains(&"Timeout".to_string()), "{outcomes:?}");
     assert!(outcomes.iter().all(|o| o == "Timeout" || o == "200"), "{outcomes:?}");

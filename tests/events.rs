@@ -154,8 +154,9 @@ async fn a_full_queue_answers_503_callee_overloaded() {
         assert!(r.1, "Retry-After is set");
         assert_eq!(r.2, "callee overloaded\n");
     }
-    // The refused events never ran.
+    // The refused events never ran, and each refusal was counted.
     assert_eq!(n.get("/actor/open/a/log").await.json().as_array().unwrap().len(), 3);
+    assert_eq!(n.node.metrics().refusals.get("overloaded"), 3);
 }
 
 async fn futures_join<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {

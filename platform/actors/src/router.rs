@@ -53,8 +53,12 @@ impl Router for LocalRouter {
         let Some(node) = self.node.upgrade() else { return Err(Refusal::Overloaded) };
         let key = envelope.mailbox();
         let event = Event { envelope, kind: event, arrived: Instant::now() };
-        node.mailboxes.post(key, event, |key, rx| {
+        let posted = node.mailboxes.post(key, event, |key, rx| {
             tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
-        })
+        });
+        if posted.is_err() {
+            node.metrics.refusals.inc("overloaded");
+        }
+        posted
     }
 }

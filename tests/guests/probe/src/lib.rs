@@ -66,8 +66,10 @@ impl Actor for Probe {
                 Response::text(200, "slept")
             }
             ("GET", "/call") => {
-                // A call after a write of its own; `then=trap` traps after it.
+                // A call after a write of its own (and `pause=ms`, a
+                // pause before it); `then=trap` traps after it.
                 storage::set_json("count", &(count() + 1)).unwrap();
+                std::thread::sleep(Duration::from_millis(param(&req, "pause").parse().unwrap_or(0)));
                 let answer = calling::call(&req);
                 if param(&req, "then") == "trap" {
                     panic!("the probe traps after its call");
