@@ -90,3 +90,19 @@ async fn an_epoch_taken_elsewhere_while_asleep_fences_the_next_commit_then_wakes
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
     assert_eq!(faults.calls(Op::Wake), 2);
 }
+
+#[tokio::test]
+async fn a_commit_that_fails_before_a_call_fails_the_event_and_forgets_the_epoch() {
+    let (n, faults, _) = counted_node().await;
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    // The commit before the call is refused, as for an epoch another node
+    // took: the guest sees its call fail and answers anyway, but nothing
+    // of the event may stand without those writes.
+    faults.fail_next(Op::Commit, 1, StoreError::Fenced);
+    let a = n.get("/actor/open/a/call?to=open/b&path=/peek").await;
+    assert_eq!((a.status, a.body.as_str()), (503, "store unavailable\n"));
+    // The epoch went with it: the next event wakes the actor afresh, and
+    // the lost event's write is not there.
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
+    assert_eq!(faults.calls(Op::Wake), 2);
+}

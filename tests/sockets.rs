@@ -325,3 +325,22 @@ async fn a_client_leaving_before_its_open_runs_is_never_opened() {
     assert!(opened.is_empty(), "the actor never ran the open: {opened:?}");
     assert!(json_list(&n, "/actor/open/room/closes").await.is_empty(), "nor a close");
 }
+
+#[tokio::test]
+async fn a_message_that_waits_past_its_deadline_closes_the_socket_and_the_actor_hears_it() {
+    // A message waits at most the call limit (1 s here); the actor is busy
+    // for 2 s.
+    let n = node(Limits { call_limit_secs: 1.0, ..test_limits() }).await;
+    let mut ws = connect(&n, "/actor/open/room/ws").await;
+    let (client, url) = (n.client.clone(), n.url.clone());
+    let busy = tokio::spawn(async move { client.get(format!("{url}/actor/open/room/sleep?ms=2000")).send().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ws.send(Message::text("echo late")).await.unwrap();
+    // The message never runs: the client is told to come back later...
+    assert_eq!(closed(&mut ws).await, (1013, "the actor is overloaded".to_owned()));
+    assert_eq!(busy.await.unwrap().unwrap().status(), 200);
+    // ...and the actor, still there, hears its socket close.
+    assert_eq!(closes(&n, "open/room").await, vec!["1 1013 the actor is overloaded".to_owned()]);
+    assert_eq!(n.node.metrics().refusals.get("deadline"), 1);
+    assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
+}

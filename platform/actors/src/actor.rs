@@ -101,6 +101,13 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 // A socket its actor can no longer take closes.
                 if let Some(close) = Failure::from(e).answer().close {
                     node.sockets.force_close(conn, close.code, close.reason);
+                    // An actor still there (its message came too late)
+                    // hears the close, as of any socket it did not close.
+                    if close == close::OVERLOADED {
+                        let closed = SocketEvent::Close { conn, code: close.code, reason: close.reason.into() };
+                        let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
+                        let _ = node.router.post(envelope, EventKind::Socket(closed));
+                    }
                 }
             }
         }
@@ -164,6 +171,12 @@ async fn execute(
         }
     };
     let answer = instance.run(&event, ends).await;
+    // A commit before an effect failed (the epoch fenced, the store down):
+    // however the event ends, the epoch goes with the instance, and the
+    // next event wakes the actor afresh.
+    if instance.host().gate.is_broken() {
+        residence.epoch = None;
+    }
     match answer {
         Ok(answer) => {
             if let EventAnswer::Response(response) = &answer {

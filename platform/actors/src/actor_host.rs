@@ -26,6 +26,9 @@ pub(crate) struct StorageGate {
     epoch: Epoch,
     batch: WriteBatch,
     deleted: bool,
+    /// A commit of this event's writes failed (before a call or a socket
+    /// send): the event cannot end well, whatever the guest does next.
+    broken: Option<StoreError>,
 }
 
 /// What an event left of its actor.
@@ -41,6 +44,12 @@ impl StorageGate {
         self.epoch = epoch;
         self.batch = WriteBatch::default();
         self.deleted = false;
+        self.broken = None;
+    }
+
+    /// Whether a commit of the current event failed.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.is_some()
     }
 
     /// Commits the writes made so far, before an effect leaves the actor
@@ -50,13 +59,22 @@ impl StorageGate {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.batch);
-        self.store.commit(&self.key, self.epoch, &batch).await
+        let committed = self.store.commit(&self.key, self.epoch, &batch).await;
+        if let Err(e) = &committed {
+            self.broken = Some(e.clone());
+        }
+        committed
     }
 
     /// Commits the event's writes, or deletes the actor if it asked to be.
     /// Answers whether the actor still exists.
     async fn finish(&mut self) -> Result<Outcome, StoreError> {
         let batch = std::mem::take(&mut self.batch);
+        // Writes before an effect were lost: the rest must not commit
+        // without them, and the answer must not leave.
+        if let Some(e) = self.broken.take() {
+            return Err(e);
+        }
         if std::mem::take(&mut self.deleted) {
             self.store.delete_actor(&self.key, self.epoch).await?;
             return Ok(Outcome::Deleted);
@@ -133,6 +151,7 @@ impl ActorEventHost {
                 epoch: event.epoch,
                 batch: WriteBatch::default(),
                 deleted: false,
+                broken: None,
             },
             node,
             app,

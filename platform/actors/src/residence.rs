@@ -1,7 +1,7 @@
 //! What an awake actor holds between events, and what a hibernated one
 //! keeps on this node: its owner epoch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use wasmkeep_core::{ActorName, MailboxKey};
@@ -26,9 +26,9 @@ pub(crate) struct Residence {
     pub lease: Option<InstanceLease>,
 }
 
-/// Most hibernated actors whose owner epoch the node keeps (about 100
-/// bytes each); past it, an arbitrary one is forgotten and its next wake
-/// asks the store again.
+/// Most hibernated actors whose owner epoch the node keeps (about 150
+/// bytes each); past it, the one that went to sleep first is forgotten,
+/// and its next wake asks the store again.
 pub(crate) const OWNED_MAX: usize = 100_000;
 
 /// The owner epochs of hibernated actors this node woke: waking one of
@@ -37,27 +37,100 @@ pub(crate) const OWNED_MAX: usize = 100_000;
 /// next commit would fail and its epoch be forgotten (the actor task drops
 /// an epoch whose commit failed), and an actor deleted here is forgotten
 /// at once.
+pub(crate) struct Owned {
+    inner: Mutex<Kept>,
+    most: usize,
+}
+
 #[derive(Default)]
-pub(crate) struct Owned(Mutex<HashMap<MailboxKey, Epoch>>);
+struct Kept {
+    /// Each kept epoch, with when it was kept.
+    epochs: HashMap<MailboxKey, (Epoch, u64)>,
+    /// Keys in the order they were kept; an entry whose time is not its
+    /// key's in `epochs` any more was taken or kept again since.
+    order: VecDeque<(MailboxKey, u64)>,
+    next: u64,
+}
+
+impl Default for Owned {
+    fn default() -> Self {
+        Self::new(OWNED_MAX)
+    }
+}
 
 impl Owned {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MailboxKey, Epoch>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn new(most: usize) -> Self {
+        Self { inner: Mutex::default(), most }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The epoch a hibernated actor held, taken back as it wakes.
     pub(crate) fn take(&self, key: &MailboxKey) -> Option<Epoch> {
-        self.lock().remove(key)
+        self.lock().epochs.remove(key).map(|(epoch, _)| epoch)
     }
 
     /// Keeps the epoch of an actor going to sleep.
     pub(crate) fn keep(&self, key: &MailboxKey, epoch: Epoch) {
-        let mut owned = self.lock();
-        if owned.len() >= OWNED_MAX
-            && let Some(some) = owned.keys().next().cloned()
-        {
-            owned.remove(&some);
+        let mut kept = self.lock();
+        let Kept { epochs, order, next } = &mut *kept;
+        *next += 1;
+        epochs.insert(key.clone(), (epoch, *next));
+        order.push_back((key.clone(), *next));
+        let current = |epochs: &HashMap<MailboxKey, (Epoch, u64)>, k: &MailboxKey, at: u64| {
+            epochs.get(k).is_some_and(|(_, kept_at)| *kept_at == at)
+        };
+        while epochs.len() > self.most {
+            let Some((oldest, at)) = order.pop_front() else { break };
+            if current(epochs, &oldest, at) {
+                epochs.remove(&oldest);
+            }
         }
-        owned.insert(key.clone(), epoch);
+        // Entries of epochs taken back are dropped now and then, so the
+        // order never holds many more entries than there are epochs.
+        if order.len() > 2 * epochs.len() + 64 {
+            order.retain(|(k, at)| current(epochs, k, *at));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wasmkeep_core::{AppId, RawAddress};
+
+    use super::*;
+
+    fn key(i: usize) -> MailboxKey {
+        MailboxKey { app: AppId(1), address: RawAddress::split(&format!("c/{i}")).unwrap() }
+    }
+
+    #[test]
+    fn the_first_to_sleep_is_the_first_forgotten() {
+        let owned = Owned::new(3);
+        for i in 0..3 {
+            owned.keep(&key(i), Epoch(i as i64));
+        }
+        // 0 wakes and sleeps again: it is now the newest.
+        assert_eq!(owned.take(&key(0)), Some(Epoch(0)));
+        owned.keep(&key(0), Epoch(10));
+        owned.keep(&key(3), Epoch(3));
+        assert_eq!(owned.take(&key(1)), None, "the oldest went");
+        assert_eq!(owned.take(&key(2)), Some(Epoch(2)));
+        assert_eq!(owned.take(&key(0)), Some(Epoch(10)));
+        assert_eq!(owned.take(&key(3)), Some(Epoch(3)));
+        assert_eq!(owned.take(&key(3)), None, "taken once");
+    }
+
+    #[test]
+    fn the_order_stays_near_the_number_of_epochs() {
+        let owned = Owned::new(1000);
+        for round in 0..10_000 {
+            owned.keep(&key(round % 7), Epoch(round as i64));
+            owned.take(&key((round + 3) % 7));
+        }
+        let kept = owned.lock();
+        assert!(kept.order.len() <= 2 * kept.epochs.len() + 65, "{} for {}", kept.order.len(), kept.epochs.len());
     }
 }

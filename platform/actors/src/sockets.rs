@@ -60,11 +60,16 @@ impl Node {
     pub fn socket_message(&self, conn: ConnId, message: SocketMessage) {
         let Some((_, opened)) = self.0.sockets.get(conn) else { return };
         let deadline = event_deadline(Instant::now(), self.0.limits_for(&opened.app).call_limit());
-        let envelope = Envelope { deadline, ..opened };
+        let envelope = Envelope { deadline, ..opened.clone() };
         let event = EventKind::Socket(SocketEvent::Message { conn, message });
         if self.0.router.post(envelope, event).is_err() {
-            // A full mailbox cannot take the message: the client learns it.
-            self.0.sockets.force_close(conn, close::OVERLOADED.code, close::OVERLOADED.reason);
+            // A full mailbox cannot take the message: the client learns it,
+            // and the actor hears the close if its mailbox can take that.
+            let overloaded = close::OVERLOADED;
+            self.0.sockets.force_close(conn, overloaded.code, overloaded.reason);
+            let closed = SocketEvent::Close { conn, code: overloaded.code, reason: overloaded.reason.into() };
+            let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
+            let _ = self.0.router.post(envelope, EventKind::Socket(closed));
         }
     }
 

@@ -43,12 +43,14 @@ pub const HANDOFF_CLASS: &str = "x-wasmkeep-handoff-class";
 pub const HANDOFF_NAME: &str = "x-wasmkeep-handoff-name";
 /// The path and query its `on-websocket-open` sees.
 pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
-/// The node's signature over the hop's head (the cluster defines its value).
-pub const SIGNATURE: &str = "x-wasmkeep-signature";
+/// The node's signature over the hop's head (DESIGN §3.8: `v4 <node>
+/// <unix-ms> <nonce> <names> <mac>`, the cluster's to make and check;
+/// `<names>` lists `x-wasmkeep-target` and `x-wasmkeep-deadline`).
+pub const INTERNAL: &str = "x-wasmkeep-internal";
 
 /// Every name of the range the host sets.
 pub const NAMES: [&str; 10] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, SIGNATURE];
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL];
 
 /// The upgrade mark's one value.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";
@@ -59,6 +61,10 @@ pub const TRACESTATE: &str = "tracestate";
 /// Longest `tracestate` carried (W3C: 32 members of up to 256 bytes are
 /// allowed, but 512 bytes is what a carrier must at least pass on).
 pub const TRACESTATE_MAX: usize = 512;
+
+/// Most actors a chain read from a head may list: far more than any
+/// deadline lets wait on one another; a longer one is a forged head.
+pub const CHAIN_MAX: usize = 256;
 
 /// Longest deadline the hop carries: a day, far past every limit.
 pub const DEADLINE_MAX: Duration = crate::deadline::FOREVER;
@@ -86,6 +92,8 @@ pub enum HeadError {
     BadDeadline(&'static str),
     #[error("the app {0} is not on this node")]
     UnknownApp(String),
+    #[error("{CHAIN} lists more than {CHAIN_MAX} actors")]
+    ChainTooLong,
 }
 
 // ---- The range and its strip rule ----
@@ -290,7 +298,7 @@ pub fn guest_head(envelope: &Envelope) -> Vec<(String, Vec<u8>)> {
 
 /// The head the hop carries for `envelope` at `now`: the app, the target,
 /// the deadline left, the origin (no caller for an outside one) and the
-/// trace context. The signature is added over it by the cluster.
+/// trace context. The signature (`INTERNAL`) is added over it by the cluster.
 pub fn to_head(envelope: &Envelope, now: Instant) -> HeaderMap {
     let mut head = HeaderMap::new();
     let mut put = |name: &'static str, value: String| {
@@ -317,16 +325,19 @@ pub fn to_head(envelope: &Envelope, now: Instant) -> HeaderMap {
 
 /// Reads the hop's head at `now`; `apps` finds the app it names. A caller
 /// of another tenant than the app's is refused: the head is one tenant's.
+/// The deadline is never later than `longest` from now (the receiver's
+/// call limit: no caller waits longer, whatever a head says).
 pub fn from_head(
     head: &HeaderMap,
     now: Instant,
+    longest: Duration,
     apps: impl FnOnce(&TenantId, &AppName) -> Option<Arc<AppRef>>,
 ) -> Result<Envelope, HeadError> {
     let named = |name: &'static str| move |error| HeadError::Name { name, error };
     let (tenant, app_name) = parse_app(needed(head, APP)?).map_err(named(APP))?;
     let app = apps(&tenant, &app_name).ok_or_else(|| HeadError::UnknownApp(format_app(&tenant, &app_name)))?;
     let target = parse_target(needed(head, TARGET)?).map_err(named(TARGET))?;
-    let deadline = parse_deadline(needed(head, DEADLINE)?, now)?;
+    let deadline = parse_deadline(needed(head, DEADLINE)?, now)?.min(now + longest);
     let origin = match one(head, CALLER)? {
         None => Origin::Outside,
         Some(value) => {
@@ -334,7 +345,11 @@ pub fn from_head(
             if caller_tenant != tenant {
                 return Err(HeadError::Name { name: CALLER, error: NameError::BadTenant });
             }
-            let chain = parse_chain(one(head, CHAIN)?.unwrap_or("")).map_err(named(CHAIN))?;
+            let chain = one(head, CHAIN)?.unwrap_or("");
+            if chain.split(',').count() > CHAIN_MAX {
+                return Err(HeadError::ChainTooLong);
+            }
+            let chain = parse_chain(chain).map_err(named(CHAIN))?;
             Origin::Inside { caller, chain }
         }
     };

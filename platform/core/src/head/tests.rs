@@ -48,7 +48,7 @@ fn the_names_are_the_cases_names_and_all_in_the_range() {
         ("handoff_class", HANDOFF_CLASS),
         ("handoff_name", HANDOFF_NAME),
         ("handoff_path", HANDOFF_PATH),
-        ("signature", SIGNATURE),
+        ("internal", INTERNAL),
     ];
     assert_eq!(names.len(), ours.len());
     for (key, name) in ours {
@@ -279,6 +279,9 @@ fn trailers_lose_the_range_and_data_passes() {
     assert_eq!(data.into_data().unwrap(), b"x-wasmkeep-app: 1");
 }
 
+/// The receiver's call limit, for the hop's tests.
+const LONGEST: Duration = Duration::from_secs(30);
+
 fn shop() -> Arc<AppRef> {
     Arc::new(AppRef { id: AppId(3), tenant: TenantId::parse("acme").unwrap(), name: AppName::parse("shop").unwrap() })
 }
@@ -309,7 +312,8 @@ fn an_envelope_travels_through_its_head_and_back() {
         assert!(head.keys().all(|n| is_reserved(n.as_str()) || n == TRACEPARENT || n == TRACESTATE));
         // Read a little later, the deadline is where it was (to the millisecond).
         let later = now + Duration::from_millis(100);
-        let got = from_head(&head, later, |t, a| (t.as_str() == "acme" && a.as_str() == "shop").then(shop)).unwrap();
+        let got =
+            from_head(&head, later, LONGEST, |t, a| (t.as_str() == "acme" && a.as_str() == "shop").then(shop)).unwrap();
         assert_eq!(got.deadline, later + Duration::from_millis(2500));
         assert_eq!(Envelope { deadline: sent.deadline + Duration::from_millis(100), ..sent }, got);
     }
@@ -324,22 +328,40 @@ fn a_broken_head_says_what_is_wrong() {
     for name in [APP, TARGET, DEADLINE] {
         let mut h = head.clone();
         h.remove(name);
-        assert_eq!(from_head(&h, now, apps), Err(HeadError::Value(ValueError::Missing(name))), "{name}");
+        assert_eq!(from_head(&h, now, LONGEST, apps), Err(HeadError::Value(ValueError::Missing(name))), "{name}");
     }
     let mut h = head.clone();
     h.append(CALLER, "acme/_front/main".parse().unwrap());
-    assert_eq!(from_head(&h, now, apps), Err(HeadError::Value(ValueError::Repeated(CALLER))));
+    assert_eq!(from_head(&h, now, LONGEST, apps), Err(HeadError::Value(ValueError::Repeated(CALLER))));
     // A caller of another tenant cannot call into this one.
     let mut h = head.clone();
     h.insert(CALLER, "evil/_front/main".parse().unwrap());
-    assert_eq!(from_head(&h, now, apps), Err(HeadError::Name { name: CALLER, error: NameError::BadTenant }));
+    assert_eq!(from_head(&h, now, LONGEST, apps), Err(HeadError::Name { name: CALLER, error: NameError::BadTenant }));
     let mut h = head.clone();
     h.insert(DEADLINE, "soon".parse().unwrap());
-    assert_eq!(from_head(&h, now, apps), Err(HeadError::BadDeadline(DEADLINE)));
-    assert_eq!(from_head(&head, now, |_, _| None), Err(HeadError::UnknownApp("acme/shop".into())));
+    assert_eq!(from_head(&h, now, LONGEST, apps), Err(HeadError::BadDeadline(DEADLINE)));
+    assert_eq!(from_head(&head, now, LONGEST, |_, _| None), Err(HeadError::UnknownApp("acme/shop".into())));
     let mut h = head.clone();
     h.insert(CHAIN, "cart".parse().unwrap());
-    assert!(matches!(from_head(&h, now, apps), Err(HeadError::Name { name: CHAIN, .. })));
+    assert!(matches!(from_head(&h, now, LONGEST, apps), Err(HeadError::Name { name: CHAIN, .. })));
+    // A chain longer than any wait allows is refused before it is parsed.
+    let long = vec!["c/a"; CHAIN_MAX + 1].join(",");
+    h.insert(CHAIN, long.parse().unwrap());
+    assert_eq!(from_head(&h, now, LONGEST, apps), Err(HeadError::ChainTooLong));
+    let longest_allowed = vec!["c/a"; CHAIN_MAX].join(",");
+    h.insert(CHAIN, longest_allowed.parse().unwrap());
+    assert!(from_head(&h, now, LONGEST, apps).is_ok());
+}
+
+#[test]
+fn a_heads_deadline_is_never_past_the_receivers_call_limit() {
+    let now = Instant::now();
+    let far = envelope(Origin::Outside, now + Duration::from_secs(3600));
+    let got = from_head(&to_head(&far, now), now, LONGEST, |_, _| Some(shop())).unwrap();
+    assert_eq!(got.deadline, now + LONGEST);
+    let near = envelope(Origin::Outside, now + Duration::from_secs(2));
+    let got = from_head(&to_head(&near, now), now, LONGEST, |_, _| Some(shop())).unwrap();
+    assert_eq!(got.deadline, now + Duration::from_secs(2));
 }
 
 #[test]

@@ -44,11 +44,11 @@ pub const HANDOFF_NAME: &str = "x-wasmkeep-handoff-name";
 /// `on-websocket-open` sees.
 pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
 /// A node's signature over the head between nodes (a guest never sees it).
-pub const SIGNATURE: &str = "x-wasmkeep-signature";
+pub const INTERNAL: &str = "x-wasmkeep-internal";
 
 /// Every name of the range the host uses.
 pub const NAMES: [&str; 10] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, SIGNATURE];
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL];
 
 /// The value of [`UPGRADE`], exactly.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";
@@ -265,7 +265,7 @@ mod tests {
             ("handoff_class", HANDOFF_CLASS),
             ("handoff_name", HANDOFF_NAME),
             ("handoff_path", HANDOFF_PATH),
-            ("signature", SIGNATURE),
+            ("internal", INTERNAL),
         ];
         // Every name of the file is ours, and every one of ours is in it.
         assert_eq!(names.len(), ours.len(), "the file's names: {names:?}");
