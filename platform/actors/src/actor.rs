@@ -91,7 +91,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 if let Ok(Ok(())) = unsent {
                     let lost = SocketEvent::Close { conn, code: close::LOST, reason: String::new() };
                     let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
-                    let _ = node.router.post(envelope, EventKind::Socket(lost));
+                    let _ = node.router.post(envelope, EventKind::Socket(lost)).await;
                 }
             }
         }
@@ -106,7 +106,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                     if close == close::OVERLOADED {
                         let closed = SocketEvent::Close { conn, code: close.code, reason: close.reason.into() };
                         let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
-                        let _ = node.router.post(envelope, EventKind::Socket(closed));
+                        let _ = node.router.post(envelope, EventKind::Socket(closed)).await;
                     }
                 }
             }

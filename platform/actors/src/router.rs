@@ -27,15 +27,16 @@ pub type Answering<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Delivers events to the actors their envelopes name.
 pub trait Router: Send + Sync + 'static {
     /// Delivers any event; its answer, if it has one, goes where the event
-    /// says. A refusal here is the router's own (the mailbox is full).
-    fn post(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal>;
+    /// says (an owner's refusal too). A refusal here is the router's own
+    /// (the mailbox is full, no owner answers).
+    fn post(&self, envelope: Envelope, event: EventKind) -> Answering<'_, Result<(), Refusal>>;
 
     /// Delivers a request event and waits for the actor's answer, or why
     /// there is none.
     fn request(&self, envelope: Envelope, request: Request) -> Answering<'_, Result<Response, EventError>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
-            self.post(envelope, EventKind::Request { request, reply })?;
+            self.post(envelope, EventKind::Request { request, reply }).await?;
             answer.await.unwrap_or(Err(EventError::ShuttingDown))
         })
     }
@@ -47,8 +48,10 @@ pub(crate) struct LocalRouter {
     pub node: Weak<NodeInner>,
 }
 
-impl Router for LocalRouter {
-    fn post(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
+impl LocalRouter {
+    /// Queues the event in its actor's mailbox, at once (so events posted
+    /// one after another by one task are queued in that order).
+    fn deliver(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
         // Only a node being dropped has no strong reference left.
         let Some(node) = self.node.upgrade() else { return Err(Refusal::Overloaded) };
         let key = envelope.mailbox();
@@ -60,5 +63,12 @@ impl Router for LocalRouter {
             node.metrics.refusals.inc("overloaded");
         }
         posted
+    }
+}
+
+impl Router for LocalRouter {
+    /// The event is in the mailbox when this returns; the future is ready.
+    fn post(&self, envelope: Envelope, event: EventKind) -> Answering<'_, Result<(), Refusal>> {
+        Box::pin(std::future::ready(self.deliver(envelope, event)))
     }
 }

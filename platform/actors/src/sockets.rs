@@ -38,7 +38,7 @@ impl Node {
         // Should the client leave while this waits, the guard forgets the
         // socket (and the actor side closes what it accepted).
         let mut opening = Opening { node: self, conn, answer: Some(answer) };
-        let opened = match node.router.post(envelope, EventKind::SocketOpen { conn, path, reply }) {
+        let opened = match node.router.post(envelope, EventKind::SocketOpen { conn, path, reply }).await {
             Ok(()) => opening.answer().await,
             Err(refusal) => Err(refusal.into()),
         };
@@ -57,31 +57,39 @@ impl Node {
     }
 
     /// A message from the client of socket `conn`.
-    pub fn socket_message(&self, conn: ConnId, message: SocketMessage) {
+    pub async fn socket_message(&self, conn: ConnId, message: SocketMessage) {
         let Some((_, opened)) = self.0.sockets.get(conn) else { return };
         let deadline = event_deadline(Instant::now(), self.0.limits_for(&opened.app).call_limit());
         let envelope = Envelope { deadline, ..opened.clone() };
         let event = EventKind::Socket(SocketEvent::Message { conn, message });
-        if self.0.router.post(envelope, event).is_err() {
+        if self.0.router.post(envelope, event).await.is_err() {
             // A full mailbox cannot take the message: the client learns it,
             // and the actor hears the close if its mailbox can take that.
             let overloaded = close::OVERLOADED;
             self.0.sockets.force_close(conn, overloaded.code, overloaded.reason);
-            let closed = SocketEvent::Close { conn, code: overloaded.code, reason: overloaded.reason.into() };
-            let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
-            let _ = self.0.router.post(envelope, EventKind::Socket(closed));
+            self.tell_closed(opened, conn, overloaded.code, overloaded.reason.into()).await;
         }
     }
 
     /// The client closed socket `conn` (or its connection was lost: 1006).
     /// The socket leaves the registry before the actor hears of it.
-    pub fn socket_closed(&self, conn: ConnId, code: u16, reason: String) {
+    pub async fn socket_closed(&self, conn: ConnId, code: u16, reason: String) {
+        if let Some(opened) = self.forget_socket(conn) {
+            self.tell_closed(opened, conn, code, reason).await;
+        }
+    }
+
+    /// Takes socket `conn` out of the registry; answers its envelope.
+    fn forget_socket(&self, conn: ConnId) -> Option<Envelope> {
         let entry = self.0.sockets.get(conn);
         self.0.sockets.remove(conn);
-        if let Some((_, opened)) = entry {
-            let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
-            let _ = self.0.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason }));
-        }
+        entry.map(|(_, opened)| opened)
+    }
+
+    /// Tells the actor that socket `conn` closed: an event that always runs.
+    async fn tell_closed(&self, opened: Envelope, conn: ConnId, code: u16, reason: String) {
+        let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
+        let _ = self.0.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason })).await;
     }
 
     /// Forgets socket `conn` without telling its actor (the actor closed it).
@@ -117,10 +125,13 @@ impl Drop for Opening<'_> {
         // No answer can slip in after this look: the actor's side then
         // finds its answer unwanted and does the rest.
         answer.close();
-        match answer.try_recv() {
-            Ok(Ok(Ok(()))) => self.node.socket_closed(self.conn, close::LOST, String::new()),
-            // Not answered yet: the actor's side sees the answer unwanted.
-            _ => self.node.0.sockets.remove(self.conn),
+        let accepted = matches!(answer.try_recv(), Ok(Ok(Ok(()))));
+        let forgotten = self.node.forget_socket(self.conn);
+        // Accepted already: the actor hears the socket close. (Not answered
+        // yet: the actor's side sees the answer unwanted.)
+        if let (true, Some(opened), Ok(runtime)) = (accepted, forgotten, tokio::runtime::Handle::try_current()) {
+            let (node, conn) = (self.node.clone(), self.conn);
+            runtime.spawn(async move { node.tell_closed(opened, conn, close::LOST, String::new()).await });
         }
     }
 }

@@ -81,17 +81,17 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
     let conn = queue.conn;
     let message_bytes = node.limits().socket_message_bytes as usize;
     let Some(mut ws) = accept(on_upgrade, message_bytes).await else {
-        node.socket_closed(conn, close::LOST, String::new());
+        node.socket_closed(conn, close::LOST, String::new()).await;
         return;
     };
     loop {
         tokio::select! {
             incoming = ws.next() => match incoming {
-                Some(Ok(Message::Text(text))) => node.socket_message(conn, SocketMessage::Text(text.to_string())),
-                Some(Ok(Message::Binary(data))) => node.socket_message(conn, SocketMessage::Binary(data.to_vec())),
+                Some(Ok(Message::Text(text))) => node.socket_message(conn, SocketMessage::Text(text.to_string())).await,
+                Some(Ok(Message::Binary(data))) => node.socket_message(conn, SocketMessage::Binary(data.to_vec())).await,
                 Some(Ok(Message::Close(frame))) => {
                     let (code, reason) = frame.map_or((close::NO_CODE, String::new()), |f| (u16::from(f.code), f.reason.to_string()));
-                    node.socket_closed(conn, code, reason);
+                    node.socket_closed(conn, code, reason).await;
                     // The WebSocket layer answers the close; let it finish.
                     let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
                     return;
@@ -103,21 +103,21 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                         Error::Utf8(_) => (close::NOT_UTF8, "a text message is not valid UTF-8".to_owned()),
                         // A connection cut without a close frame is lost, not broken.
                         Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
-                            node.socket_closed(conn, close::LOST, String::new());
+                            node.socket_closed(conn, close::LOST, String::new()).await;
                             return;
                         }
                         Error::Protocol(_) => (close::PROTOCOL_ERROR, "the client broke the WebSocket protocol".to_owned()),
                         _ => {
-                            node.socket_closed(conn, close::LOST, String::new());
+                            node.socket_closed(conn, close::LOST, String::new()).await;
                             return;
                         }
                     };
-                    node.socket_closed(conn, code, reason.clone());
+                    node.socket_closed(conn, code, reason.clone()).await;
                     close_and_drain(ws, code, &reason).await;
                     return;
                 }
                 None => {
-                    node.socket_closed(conn, close::LOST, String::new());
+                    node.socket_closed(conn, close::LOST, String::new()).await;
                     return;
                 }
             },
@@ -138,7 +138,7 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                     }
                 };
                 if sent.is_err() {
-                    node.socket_closed(conn, close::LOST, String::new());
+                    node.socket_closed(conn, close::LOST, String::new()).await;
                     return;
                 }
             }
