@@ -91,3 +91,45 @@ async fn an_unreachable_upstream_is_an_error_for_the_guest_not_the_host() {
     assert_eq!(a.status, 200);
     assert!(a.json()["error"].as_str().unwrap().contains("ConnectionRefused"), "{}", a.body);
 }
+
+/// A node whose apps may reach public addresses only (as `serve` runs them).
+async fn public_node(allowed_hosts: Option<Vec<&str>>) -> TestNode {
+    use wasmkeep_core::egress::{EgressPolicy, HostPattern};
+    let allowed_hosts = allowed_hosts.map(|h| h.iter().map(|h| HostPattern::parse(h).unwrap()).collect());
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    TestNode::start_with_egress(test_limits(), spec, EgressPolicy::Public { allowed_hosts }).await
+}
+
+async fn fetch_error(n: &TestNode, url: &str) -> String {
+    let a = n.get(&format!("/fetch?url={}", enc(url))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json()["error"].as_str().unwrap_or_else(|| panic!("{url} was fetched: {}", a.body)).to_owned()
+}
+
+#[tokio::test]
+async fn a_public_only_policy_refuses_loopback_private_and_metadata_addresses_before_connecting() {
+    // A real listener on loopback: under the policy nothing may reach it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let n = public_node(None).await;
+    for url in [
+        format!("http://127.0.0.1:{port}/"),
+        // A name that resolves to loopback is refused by its address.
+        format!("http://localhost:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        "http://10.0.0.1/".to_owned(),
+        "http://[::1]/".to_owned(),
+    ] {
+        assert!(fetch_error(&n, &url).await.contains("HttpRequestDenied"), "{url}");
+    }
+    let accepted = tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "no connection was made");
+}
+
+#[tokio::test]
+async fn an_allow_list_refuses_other_hosts_before_resolving_them() {
+    let n = public_node(Some(vec!["api.example.com"])).await;
+    assert!(fetch_error(&n, "http://other.example.com/").await.contains("HttpRequestDenied"));
+    assert!(fetch_error(&n, "http://93.184.216.34/").await.contains("HttpRequestDenied"));
+}

@@ -101,7 +101,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
         let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
-        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into());
+        let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
+        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open);
         // A fresh instance from the pool, timed with what follows it.
         let fresh = || {
             component.instantiate(

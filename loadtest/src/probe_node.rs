@@ -18,7 +18,12 @@ pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> 
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
     let node = Node::new(
-        NodeConfig { id: "bench".into(), limits, cache_dir: Some(wasmkeep_tests::cache_dir()) },
+        NodeConfig {
+            id: "bench".into(),
+            limits,
+            cache_dir: Some(wasmkeep_tests::cache_dir()),
+            egress: wasmkeep_core::egress::EgressPolicy::Open,
+        },
         Arc::new(store),
     )
     .map_err(|e| e.to_string())?;

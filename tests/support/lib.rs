@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
+use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::{Access, AppId, ClassName, Limits};
 use wasmkeep_edge::{AppRouting, PublicPort};
 use wasmkeep_storage::{SqliteStore, Store};
@@ -130,7 +131,24 @@ impl TestNode {
         limits: Limits,
         spec: VersionSpec,
     ) -> Self {
-        let config = NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()) };
+        Self::start_configured(data, store, limits, spec, EgressPolicy::Open).await
+    }
+
+    /// A node whose apps' outbound HTTP follows `egress`.
+    pub async fn start_with_egress(limits: Limits, spec: VersionSpec, egress: EgressPolicy) -> Self {
+        let data = Arc::new(tempfile::tempdir().unwrap());
+        let store = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
+        Self::start_configured(data, store, limits, spec, egress).await
+    }
+
+    async fn start_configured(
+        data: Arc<tempfile::TempDir>,
+        store: Arc<dyn Store>,
+        limits: Limits,
+        spec: VersionSpec,
+        egress: EgressPolicy,
+    ) -> Self {
+        let config = NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()), egress };
         let node = Node::new(config, store).unwrap();
         let app = node.deploy("t", "app", spec).await.unwrap().app;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

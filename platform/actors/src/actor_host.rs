@@ -298,8 +298,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
         let limits = wasmkeep_core::Limits { pool_instances: 4, front_slots: 1, ..Default::default() };
-        let node =
-            crate::Node::new(crate::NodeConfig { id: "n".into(), limits, cache_dir: None }, store.clone()).unwrap();
+        let node = crate::Node::new(
+            crate::NodeConfig {
+                id: "n".into(),
+                limits,
+                cache_dir: None,
+                egress: wasmkeep_core::egress::EgressPolicy::Open,
+            },
+            store.clone(),
+        )
+        .unwrap();
         let key = ActorKey { app: AppId(1), address: Address::parse("c/a").unwrap() };
         let Wake::Owned { epoch, .. } = store.wake(&key, true, "n").await.unwrap() else { panic!() };
         let batch = WriteBatch {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
+use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::{Access, AppId, AppRef, ClassName};
 use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
 
@@ -47,10 +48,10 @@ pub struct App<A: ActorHost, F: GuestHost> {
 }
 
 impl<A: ActorHost, F: GuestHost> App<A, F> {
-    pub(crate) fn new(reference: AppRef, values: BTreeMap<String, String>) -> Self {
+    pub(crate) fn new(reference: AppRef, values: BTreeMap<String, String>, egress: Arc<EgressPolicy>) -> Self {
         let label: Arc<str> = reference.to_string().into();
         Self {
-            egress: Egress::for_app(label.clone()),
+            egress: Egress::for_app(label.clone(), egress),
             label,
             reference: Arc::new(reference),
             active: RwLock::new(None),

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
+use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::{
     AppId, AppName, AppRef, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal, TenantId,
     TraceContext, deadline,
@@ -61,6 +62,8 @@ pub struct NodeConfig {
     pub limits: Limits,
     /// Where compiled components are cached; none to compile every time.
     pub cache_dir: Option<PathBuf>,
+    /// Where the apps' guests may send outbound HTTP (`Open` for `dev`).
+    pub egress: EgressPolicy,
 }
 
 /// A deploy that could not be made. One line, naming what was wrong.
@@ -96,6 +99,8 @@ pub struct Node(Arc<NodeInner>);
 
 pub(crate) struct NodeInner {
     pub id: String,
+    /// The apps' egress policy (a tenant's plan will narrow it).
+    pub egress: Arc<EgressPolicy>,
     /// The node's limits: what an event runs under unless its tenant's
     /// plan says otherwise (`limits_for`).
     pub limits: Arc<Limits>,
@@ -143,6 +148,7 @@ impl Node {
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
         Ok(Self(Arc::new_cyclic(|node| NodeInner {
             id: config.id,
+            egress: Arc::new(config.egress),
             router: Box::new(LocalRouter { node: node.clone() }),
             pool: InstancePool::new(config.limits.actor_instances() as usize),
             front_slots: InstancePool::new(config.limits.front_slots as usize),
@@ -283,7 +289,8 @@ impl Node {
         }
         let values = self.0.store.values(reference.id).await?;
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
-        Ok(apps.entry(reference.id).or_insert_with(|| Arc::new(App::new(reference, values))).clone())
+        let egress = self.0.egress.clone();
+        Ok(apps.entry(reference.id).or_insert_with(|| Arc::new(App::new(reference, values, egress))).clone())
     }
 
     /// Sets one of the app's values, in the store and for the next events.

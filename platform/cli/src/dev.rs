@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
+use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_edge::{AppRouting, PublicPort};
 use wasmkeep_storage::SqliteStore;
 
@@ -105,8 +106,11 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
     let store =
         SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
-    let node = Node::new(NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")) }, Arc::new(store))
-        .map_err(|e| format!("starting the node: {e}"))?;
+    let node = Node::new(
+        NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")), egress: EgressPolicy::Open },
+        Arc::new(store),
+    )
+    .map_err(|e| format!("starting the node: {e}"))?;
 
     eprintln!("wasmkeep: deploying {}", manifest.name);
     let deployed =

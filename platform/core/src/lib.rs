@@ -13,6 +13,7 @@ pub mod caller;
 pub mod close;
 pub mod connection;
 pub mod deadline;
+pub mod egress;
 pub mod envelope;
 pub mod handoff;
 pub mod head;

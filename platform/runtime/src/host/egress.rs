@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::head;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiHttpHooks};
 
@@ -24,17 +25,17 @@ type Sent = Box<dyn Future<Output = Result<(http::Response<WasiBody>, Io), Error
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The hooks wasmtime-wasi-http calls for a guest's outbound requests:
-/// one per app, shared by its guests' stores (the egress policy it will
-/// hold is the app's).
+/// one per app, shared by its guests' stores, with the app's policy.
 #[derive(Debug, Clone)]
 pub struct Egress {
     /// `tenant/app`, as logs name it.
     app: Arc<str>,
+    policy: Arc<EgressPolicy>,
 }
 
 impl Egress {
-    pub fn for_app(app: Arc<str>) -> Self {
-        Self { app }
+    pub fn for_app(app: Arc<str>, policy: Arc<EgressPolicy>) -> Self {
+        Self { app, policy }
     }
 }
 
@@ -55,24 +56,22 @@ impl WasiHttpHooks for Egress {
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
         tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
-        Box::new(send(request, options))
+        Box::new(send(request, options, self.policy.clone()))
     }
 }
 
 async fn send(
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
+    policy: Arc<EgressPolicy>,
 ) -> Result<(http::Response<WasiBody>, Io), Error> {
     let authority = request.uri().authority().ok_or(Error::HttpRequestUriInvalid)?;
-    let target = match authority.port() {
-        Some(_) => authority.to_string(),
-        None => format!("{authority}:80"),
-    };
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = authority.port_u16().unwrap_or(80);
     let connect_timeout = options.and_then(|o| o.connect_timeout).unwrap_or(CONNECT_TIMEOUT);
-    let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(&target))
+    let stream = tokio::time::timeout(connect_timeout, connect(&policy, &host, port))
         .await
-        .map_err(|_| Error::ConnectionTimeout)?
-        .map_err(Error::Connect)?;
+        .map_err(|_| Error::ConnectionTimeout)??;
     let _ = stream.set_nodelay(true);
     let (mut sender, connection) =
         tokio::time::timeout(connect_timeout, hyper::client::conn::http1::handshake(TokioIo::new(stream)))
@@ -99,4 +98,32 @@ async fn send(
         }
     });
     Ok((http::Response::from_parts(parts, body), io))
+}
+
+/// Resolves `host`, keeps the addresses the policy allows, and connects to
+/// one of those: the address checked is the address connected to, so a
+/// name that resolves differently a second time changes nothing. A host
+/// the policy does not allow, or one with no allowed address, is
+/// `HTTP-request-denied`.
+async fn connect(policy: &EgressPolicy, host: &str, port: u16) -> Result<TcpStream, Error> {
+    if !policy.allows_host(host) {
+        tracing::info!(%host, "an outbound request to a host the app may not reach was refused");
+        return Err(Error::HttpRequestDenied);
+    }
+    let resolved = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|_| Error::DnsError { rcode: Some("address not found".into()), info_code: None })?;
+    let allowed: Vec<_> = resolved.filter(|a| policy.allows_addr(a.ip())).collect();
+    if allowed.is_empty() {
+        tracing::info!(%host, "an outbound request to a non-public address was refused");
+        return Err(Error::HttpRequestDenied);
+    }
+    let mut last = None;
+    for addr in allowed {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Error::Connect(last.expect("one address was tried")))
 }
