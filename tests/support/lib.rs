@@ -247,12 +247,5 @@ pub async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) 
 /// port would): it waits at most the call limit.
 pub fn envelope(n: &TestNode, target: &str, origin: wasmkeep_core::Origin) -> wasmkeep_core::Envelope {
     let app = n.node.app_ref(n.app).expect("the test app is deployed");
-    let deadline = wasmkeep_core::deadline::event_deadline(std::time::Instant::now(), n.node.limits().call_limit());
-    wasmkeep_core::Envelope {
-        app,
-        target: wasmkeep_core::RawAddress::split(target).unwrap(),
-        origin,
-        deadline,
-        trace: Default::default(),
-    }
+    n.node.envelope(&app, wasmkeep_core::RawAddress::split(target).unwrap(), origin, Default::default())
 }

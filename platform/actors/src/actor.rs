@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use wasmkeep_core::deadline::close_deadline;
 use wasmkeep_core::response::check as check_response;
 use wasmkeep_core::{Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head};
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
@@ -52,7 +51,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
     let Event { envelope, kind, arrived } = event;
     let admitted = admit(node, &envelope, &kind, residence, arrived).await;
     if let Err(refusal) = &admitted {
-        node.metrics.refusals.inc(refusal_label(refusal));
+        node.metrics.refusals.inc(refusal.label());
     }
     let run = |guest: GuestEvent| async {
         match admitted {
@@ -89,9 +88,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 // its open was admitted.
                 node.sockets.remove(conn);
                 if let Ok(Ok(())) = unsent {
-                    let lost = SocketEvent::Close { conn, code: close::LOST, reason: String::new() };
-                    let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
-                    let _ = node.router.post(envelope, EventKind::Socket(lost)).await;
+                    node.tell_closed(envelope, conn, close::LOST, String::new()).await;
                 }
             }
         }
@@ -104,9 +101,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                     // An actor still there (its message came too late)
                     // hears the close, as of any socket it did not close.
                     if close == close::OVERLOADED {
-                        let closed = SocketEvent::Close { conn, code: close.code, reason: close.reason.into() };
-                        let envelope = Envelope { deadline: close_deadline(std::time::Instant::now()), ..envelope };
-                        let _ = node.router.post(envelope, EventKind::Socket(closed)).await;
+                        node.tell_closed(envelope, conn, close.code, close.reason.into()).await;
                     }
                 }
             }
@@ -116,22 +111,6 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 tracing::debug!(%conn, "a socket close was not handled: {e}");
             }
         }
-    }
-}
-
-/// How a refusal is counted in `wasmkeep_refusals_total`.
-fn refusal_label(r: &Refusal) -> &'static str {
-    match r {
-        Refusal::NoSuchApp => "no_such_app",
-        Refusal::NoSuchClass => "no_such_class",
-        Refusal::InvalidName(_) => "invalid_name",
-        Refusal::Internal => "internal",
-        Refusal::ValueMissing(_) => "value_missing",
-        Refusal::NoSuchActor => "no_such_actor",
-        Refusal::Overloaded => "overloaded",
-        Refusal::Capacity => "capacity",
-        Refusal::DeadlinePassed => "deadline",
-        Refusal::StoreUnavailable(_) => "store_unavailable",
     }
 }
 

@@ -134,6 +134,13 @@ impl NodeInner {
     pub(crate) fn limits_for(&self, _app: &AppRef) -> Arc<Limits> {
         self.limits.clone()
     }
+
+    /// The deadline of an event of `app` whose caller sets none (a client
+    /// at `/actor/`, a socket's open or message, an embedder): the call
+    /// limit from now.
+    pub(crate) fn uncalled_deadline(&self, app: &AppRef) -> Instant {
+        deadline::event_deadline(Instant::now(), self.limits_for(app).call_limit())
+    }
 }
 
 impl Node {
@@ -183,6 +190,13 @@ impl Node {
     /// The limits an event of `app` runs under.
     pub fn limits_for(&self, app: &AppRef) -> Arc<Limits> {
         self.0.limits_for(app)
+    }
+
+    /// The envelope of an event that enters here with no caller's deadline
+    /// (the public port, a hand-off, an embedder): it waits at most the
+    /// call limit from now.
+    pub fn envelope(&self, app: &Arc<AppRef>, target: RawAddress, origin: Origin, trace: TraceContext) -> Envelope {
+        Envelope { app: app.clone(), target, origin, deadline: self.0.uncalled_deadline(app), trace }
     }
 
     /// Who app `id` is, as envelopes name it.
@@ -312,9 +326,7 @@ impl Node {
         request: Request,
     ) -> Result<Response, EventError> {
         let app = self.app_ref(app).ok_or(EventError::Refused(Refusal::NoSuchApp))?;
-        let deadline = deadline::event_deadline(Instant::now(), self.limits_for(&app).call_limit());
-        let envelope = Envelope { app, target, origin, deadline, trace: TraceContext::default() };
-        self.request(envelope, request).await
+        self.request(self.envelope(&app, target, origin, TraceContext::default()), request).await
     }
 
     /// Delivers a request event to the actor its envelope names, through

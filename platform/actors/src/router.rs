@@ -60,7 +60,7 @@ impl LocalRouter {
             tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
         });
         if posted.is_err() {
-            node.metrics.refusals.inc("overloaded");
+            node.metrics.refusals.inc(Refusal::Overloaded.label());
         }
         posted
     }

@@ -6,14 +6,14 @@
 use std::time::Instant;
 
 use tokio::sync::oneshot;
-use wasmkeep_core::deadline::{close_deadline, event_deadline};
+use wasmkeep_core::deadline::close_deadline;
 use wasmkeep_core::{Envelope, EventError, MailboxKey, close};
 use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
 use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
 
-use crate::Node;
 use crate::actor_host::ActorEventHost;
 use crate::event::{EventKind, SocketEvent};
+use crate::{Node, NodeInner};
 
 /// Why a socket did not open.
 #[derive(Debug)]
@@ -24,6 +24,15 @@ pub enum SocketOpenError {
     Refused(String),
     /// The open event failed: admission refused it, the actor trapped.
     Event(EventError),
+}
+
+impl NodeInner {
+    /// Tells the actor of `opened` that its socket `conn` closed: an event
+    /// that always runs (no deadline).
+    pub(crate) async fn tell_closed(&self, opened: Envelope, conn: ConnId, code: u16, reason: String) {
+        let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
+        let _ = self.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason })).await;
+    }
 }
 
 impl Node {
@@ -59,15 +68,14 @@ impl Node {
     /// A message from the client of socket `conn`.
     pub async fn socket_message(&self, conn: ConnId, message: SocketMessage) {
         let Some((_, opened)) = self.0.sockets.get(conn) else { return };
-        let deadline = event_deadline(Instant::now(), self.0.limits_for(&opened.app).call_limit());
-        let envelope = Envelope { deadline, ..opened.clone() };
+        let envelope = Envelope { deadline: self.0.uncalled_deadline(&opened.app), ..opened.clone() };
         let event = EventKind::Socket(SocketEvent::Message { conn, message });
         if self.0.router.post(envelope, event).await.is_err() {
             // A full mailbox cannot take the message: the client learns it,
             // and the actor hears the close if its mailbox can take that.
             let overloaded = close::OVERLOADED;
             self.0.sockets.force_close(conn, overloaded.code, overloaded.reason);
-            self.tell_closed(opened, conn, overloaded.code, overloaded.reason.into()).await;
+            self.0.tell_closed(opened, conn, overloaded.code, overloaded.reason.into()).await;
         }
     }
 
@@ -75,7 +83,7 @@ impl Node {
     /// The socket leaves the registry before the actor hears of it.
     pub async fn socket_closed(&self, conn: ConnId, code: u16, reason: String) {
         if let Some(opened) = self.forget_socket(conn) {
-            self.tell_closed(opened, conn, code, reason).await;
+            self.0.tell_closed(opened, conn, code, reason).await;
         }
     }
 
@@ -84,12 +92,6 @@ impl Node {
         let entry = self.0.sockets.get(conn);
         self.0.sockets.remove(conn);
         entry.map(|(_, opened)| opened)
-    }
-
-    /// Tells the actor that socket `conn` closed: an event that always runs.
-    async fn tell_closed(&self, opened: Envelope, conn: ConnId, code: u16, reason: String) {
-        let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
-        let _ = self.0.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason })).await;
     }
 
     /// Forgets socket `conn` without telling its actor (the actor closed it).
@@ -131,7 +133,7 @@ impl Drop for Opening<'_> {
         // yet: the actor's side sees the answer unwanted.)
         if let (true, Some(opened), Ok(runtime)) = (accepted, forgotten, tokio::runtime::Handle::try_current()) {
             let (node, conn) = (self.node.clone(), self.conn);
-            runtime.spawn(async move { node.tell_closed(opened, conn, close::LOST, String::new()).await });
+            runtime.spawn(async move { node.0.tell_closed(opened, conn, close::LOST, String::new()).await });
         }
     }
 }

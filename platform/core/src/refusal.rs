@@ -43,6 +43,25 @@ pub enum Refusal {
     StoreUnavailable(String),
 }
 
+impl Refusal {
+    /// Its name in `wasmkeep_refusals_total{reason}` (the telemetry crate
+    /// lists the same names).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::NoSuchApp => "no_such_app",
+            Self::NoSuchClass => "no_such_class",
+            Self::InvalidName(_) => "invalid_name",
+            Self::Internal => "internal",
+            Self::ValueMissing(_) => "value_missing",
+            Self::NoSuchActor => "no_such_actor",
+            Self::Overloaded => "overloaded",
+            Self::Capacity => "capacity",
+            Self::DeadlinePassed => "deadline",
+            Self::StoreUnavailable(_) => "store_unavailable",
+        }
+    }
+}
+
 /// Why an event gave no response of the actor's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {

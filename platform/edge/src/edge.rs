@@ -1,14 +1,8 @@
-//! The edge: which app a request is for, the client's headers of the
-//! host's range removed before anything else reads the request, and the
-//! envelope an actor's event leaves the port with.
-
-use std::sync::Arc;
-use std::time::Instant;
+//! The edge: which app a request is for, and the client's headers of the
+//! host's range removed before anything else reads the request.
 
 use http::request::Parts;
-use wasmkeep_actors::Node;
-use wasmkeep_core::deadline::event_deadline;
-use wasmkeep_core::{AppId, AppRef, Envelope, Origin, RawAddress, TraceContext, head};
+use wasmkeep_core::{AppId, head};
 
 use wasmkeep_core::{Failure, PortError};
 
@@ -43,17 +37,4 @@ pub(crate) fn check_host(parts: &Parts) -> Result<(), Failure> {
         return Err(Failure::Port(PortError::NoHost));
     }
     Ok(())
-}
-
-/// The envelope of an event the port sends to an actor, built once here:
-/// it waits at most the call limit from now.
-pub(crate) fn envelope(
-    node: &Node,
-    app: &Arc<AppRef>,
-    target: RawAddress,
-    origin: Origin,
-    trace: TraceContext,
-) -> Envelope {
-    let deadline = event_deadline(Instant::now(), node.limits_for(app).call_limit());
-    Envelope { app: app.clone(), target, origin, deadline, trace }
 }

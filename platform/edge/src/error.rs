@@ -14,10 +14,11 @@ pub(crate) fn render(failure: Failure) -> HttpResponse {
         tracing::warn!("store unavailable: {detail}");
     }
     let answer = failure.answer();
-    let mut response = http::Response::new(full(Bytes::from(answer.text.clone())));
+    let head = answer.headers();
+    let mut response = http::Response::new(full(Bytes::from(answer.text)));
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
-    for (name, value) in answer.headers() {
+    for (name, value) in head {
         if let Ok(value) = HeaderValue::try_from(value) {
             headers.insert(HeaderName::from_static(name), value);
         }

@@ -65,7 +65,7 @@ impl PublicPort {
             Some(parsed) => parsed.map_err(|e| Failure::from(Refusal::InvalidName(e)))?,
         };
         if is_websocket_upgrade(&parts.method, &parts.headers) {
-            let envelope = edge::envelope(&self.node, &app, target.address, Origin::Outside, trace);
+            let envelope = self.node.envelope(&app, target.address, Origin::Outside, trace);
             let request = http::Request::from_parts(parts, incoming);
             return socket_route::upgrade(&self.node, envelope, target.rest, request).await;
         }
@@ -73,7 +73,7 @@ impl PublicPort {
         let held = Held::default();
         let paced = Paced::new(incoming, self.limits.clone(), &self.budget, held.clone());
         let body = body::read(paced, self.limits.body_bytes).await?;
-        let envelope = edge::envelope(&self.node, &app, target.address, Origin::Outside, trace);
+        let envelope = self.node.envelope(&app, target.address, Origin::Outside, trace);
         let answer = actor_route::handle(&self.node, envelope, target.rest, &parts, body).await;
         drop(held);
         answer

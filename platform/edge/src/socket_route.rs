@@ -12,7 +12,7 @@ use wasmkeep_actors::{Node, SocketOpenError};
 use wasmkeep_core::handoff::HandOff;
 use wasmkeep_core::{AppRef, Caller, Chain, Envelope, Failure, Origin, PortError, TraceContext};
 
-use crate::{HttpResponse, edge, full, socket_conn};
+use crate::{HttpResponse, full, socket_conn};
 
 pub(crate) async fn upgrade(
     node: &Node,
@@ -51,7 +51,7 @@ pub(crate) async fn hand_off(
 ) -> Result<HttpResponse, Failure> {
     let accept = key.map(|k| derive_accept_key(k.as_bytes())).ok_or(Failure::Port(PortError::BodyUnreadable))?;
     let front = Origin::Inside { caller: Caller::Front, chain: Chain::new() };
-    let envelope = edge::envelope(node, app, handoff.actor, front, trace);
+    let envelope = node.envelope(app, handoff.actor, front, trace);
     match node.open_socket(envelope, handoff.path).await {
         Ok(queue) => {
             tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
