@@ -148,7 +148,9 @@ impl TestNode {
         spec: VersionSpec,
         egress: EgressPolicy,
     ) -> Self {
-        let config = NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()), egress };
+        let values = Arc::new(wasmkeep_storage::ValueKey::generate());
+        let config =
+            NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()), egress, values };
         let node = Node::new(config, store).unwrap();
         let app = node.deploy("t", "app", spec).await.unwrap().app;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -303,6 +303,7 @@ mod tests {
                 id: "n".into(),
                 limits,
                 cache_dir: None,
+                values: Arc::new(wasmkeep_storage::ValueKey::generate()),
                 egress: wasmkeep_core::egress::EgressPolicy::Open,
             },
             store.clone(),

@@ -5,12 +5,12 @@
 //! its components run with are parameters (`A` for actors, `F` for the
 //! front): this file knows nothing of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use wasmkeep_core::egress::EgressPolicy;
-use wasmkeep_core::{Access, AppId, AppRef, ClassName};
+use wasmkeep_core::{Access, AppId, AppName, AppRef, ClassName, Limits, TenantId};
 use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
 
 /// A class of a version: its access level and its component.
@@ -77,11 +77,92 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
         self.values.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn set_value(&self, name: &str, value: &str) {
+    /// Sets (or, with `None`, removes) a value for the next events.
+    pub(crate) fn set_value(&self, name: &str, value: Option<&str>) {
         let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
         let mut next = (**values).clone();
-        next.insert(name.to_owned(), value.to_owned());
+        match value {
+            Some(value) => next.insert(name.to_owned(), value.to_owned()),
+            None => next.remove(name),
+        };
         *values = Arc::new(next);
+    }
+}
+
+impl<A: ActorHost, F: GuestHost> Version<A, F> {
+    /// The same version under the number the store gave it.
+    pub(crate) fn numbered(self, number: i64) -> Self {
+        Self { number, ..self }
+    }
+}
+
+/// The node's apps, by id and by the names a host reaches them under, and
+/// the tenants whose apps are suspended.
+pub(crate) struct Apps<A: ActorHost, F: GuestHost> {
+    by_id: HashMap<AppId, Arc<App<A, F>>>,
+    by_name: HashMap<(TenantId, AppName), AppId>,
+    suspended: HashSet<TenantId>,
+    /// Tenants whose plan sets their limits.
+    limits: HashMap<TenantId, Arc<Limits>>,
+}
+
+impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
+    fn default() -> Self {
+        Self { by_id: HashMap::new(), by_name: HashMap::new(), suspended: HashSet::new(), limits: HashMap::new() }
+    }
+}
+
+impl<A: ActorHost, F: GuestHost> Apps<A, F> {
+    pub fn get(&self, id: AppId) -> Option<Arc<App<A, F>>> {
+        self.by_id.get(&id).cloned()
+    }
+
+    pub fn named(&self, tenant: &TenantId, name: &AppName) -> Option<&Arc<App<A, F>>> {
+        // The key is owned; a lookup by borrowed parts would need a wrapper.
+        let id = self.by_name.get(&(tenant.clone(), name.clone()))?;
+        self.by_id.get(id)
+    }
+
+    pub fn limits_of(&self, tenant: &TenantId) -> Option<Arc<Limits>> {
+        self.limits.get(tenant).cloned()
+    }
+
+    pub fn set_limits(&mut self, tenant: &TenantId, limits: Option<Arc<Limits>>) {
+        match limits {
+            Some(l) => self.limits.insert(tenant.clone(), l),
+            None => self.limits.remove(tenant),
+        };
+    }
+
+    pub fn is_suspended(&self, tenant: &TenantId) -> bool {
+        self.suspended.contains(tenant)
+    }
+
+    pub fn set_suspended(&mut self, tenant: &TenantId, suspended: bool) {
+        if suspended {
+            self.suspended.insert(tenant.clone());
+        } else {
+            self.suspended.remove(tenant);
+        }
+    }
+
+    /// The app `reference` names, made by `make` if this node has none.
+    pub fn insert_with(&mut self, reference: AppRef, make: impl FnOnce(AppRef) -> Arc<App<A, F>>) -> Arc<App<A, F>> {
+        if let Some(app) = self.by_id.get(&reference.id) {
+            return app.clone();
+        }
+        let key = (reference.tenant.clone(), reference.name.clone());
+        let id = reference.id;
+        let app = make(reference);
+        self.by_name.insert(key, id);
+        self.by_id.insert(id, app.clone());
+        app
+    }
+
+    pub fn remove(&mut self, id: AppId) {
+        if let Some(app) = self.by_id.remove(&id) {
+            self.by_name.remove(&(app.reference.tenant.clone(), app.reference.name.clone()));
+        }
     }
 }
 

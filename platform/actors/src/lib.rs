@@ -22,13 +22,13 @@ use std::time::Instant;
 
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::{
-    AppId, AppName, AppRef, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal, TenantId,
-    TraceContext, deadline,
+    Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
+    TenantId, TraceContext, deadline,
 };
 use wasmkeep_runtime::{EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
-use wasmkeep_storage::Store;
+use wasmkeep_storage::{Store, StoredVersion, ValueSeal, value_context};
 use wasmkeep_telemetry::Metrics;
 
 pub use actor_host::ActorEventHost;
@@ -64,6 +64,8 @@ pub struct NodeConfig {
     pub cache_dir: Option<PathBuf>,
     /// Where the apps' guests may send outbound HTTP (`Open` for `dev`).
     pub egress: EgressPolicy,
+    /// Seals app values before they reach the store.
+    pub values: Arc<dyn ValueSeal>,
 }
 
 /// A deploy that could not be made. One line, naming what was wrong.
@@ -77,8 +79,21 @@ pub enum DeployFailure {
     DuplicateClass(String),
     #[error("{0}")]
     Name(NameError),
+    #[error("no version {0}")]
+    NoSuchVersion(i64),
+    /// A stored version the node cannot load (the store was altered).
+    #[error("stored {0}")]
+    Stored(String),
     #[error("store: {0}")]
     Store(#[from] wasmkeep_storage::StoreError),
+}
+
+/// A version built from a spec, before it has a number.
+struct Built {
+    app: AppRef,
+    manifest: String,
+    hashes: BTreeMap<String, String>,
+    version: Version,
 }
 
 /// The front's entry among a version's component hashes.
@@ -115,7 +130,8 @@ pub(crate) struct NodeInner {
     /// The calls fronts have waiting, per callee and in all.
     pub front_waits: FrontWaits<MailboxKey>,
     pub metrics: Arc<Metrics>,
-    apps: RwLock<HashMap<AppId, Arc<App>>>,
+    apps: RwLock<app::Apps<ActorEventHost, FrontHost>>,
+    values: Arc<dyn ValueSeal>,
     pub mailboxes: Mailboxes,
     /// Every open socket of the node, with the envelope its events carry.
     pub sockets: Registry<MailboxKey, Envelope>,
@@ -125,14 +141,15 @@ pub(crate) struct NodeInner {
 
 impl NodeInner {
     pub(crate) fn app(&self, id: AppId) -> Option<Arc<App>> {
-        self.apps.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+        self.apps.read().unwrap_or_else(|p| p.into_inner()).get(id)
     }
 
     /// The limits an event of `app` runs under: resolved here, once per
-    /// event (admission, a front request). Today every tenant has the
-    /// node's; the hosted service puts the tenant's plan here.
-    pub(crate) fn limits_for(&self, _app: &AppRef) -> Arc<Limits> {
-        self.limits.clone()
+    /// event (admission, a front request): its tenant's plan's, or the
+    /// node's.
+    pub(crate) fn limits_for(&self, app: &AppRef) -> Arc<Limits> {
+        let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
+        apps.limits_of(&app.tenant).unwrap_or_else(|| self.limits.clone())
     }
 
     /// The deadline of an event of `app` whose caller sets none (a client
@@ -175,7 +192,8 @@ impl Node {
             limits: Arc::new(config.limits),
             runtime,
             store,
-            apps: RwLock::new(HashMap::new()),
+            apps: RwLock::new(app::Apps::default()),
+            values: config.values,
         })))
     }
 
@@ -233,6 +251,100 @@ impl Node {
     /// it is the active version already). Events that start after this
     /// returns run on it.
     pub async fn deploy(&self, tenant: &str, app_name: &str, spec: VersionSpec) -> Result<Deployed, DeployFailure> {
+        let built = self.build(tenant, app_name, spec).await?;
+        let active = self.0.store.active_version(built.app.id).await?;
+        let same = |v: &StoredVersion| {
+            v.components == built.hashes
+                && serde_json::from_str::<StoredManifest>(&v.manifest).ok()
+                    == serde_json::from_str::<StoredManifest>(&built.manifest).ok()
+        };
+        if let Some(v) = active.filter(same) {
+            let app = self.app_entry(built.app).await?;
+            if app.active().is_none_or(|a| a.number != v.number) {
+                self.switch(&app, Arc::new(built.version.numbered(v.number)));
+            }
+            return Ok(Deployed { app: app.id(), version: v.number, new: false });
+        }
+        let app_id = built.app.id;
+        let number = self.0.store.add_version(app_id, &built.manifest, &built.hashes).await?;
+        self.0.store.activate(app_id, number).await?;
+        let app = self.app_entry(built.app).await?;
+        self.switch(&app, Arc::new(built.version.numbered(number)));
+        Ok(Deployed { app: app_id, version: number, new: true })
+    }
+
+    /// Checks and compiles `spec` and stores it as a new version of the
+    /// app (created if missing), without activating it. Nothing is stored
+    /// when a component is refused.
+    pub async fn add_version(
+        &self,
+        tenant: &str,
+        app_name: &str,
+        spec: VersionSpec,
+    ) -> Result<Deployed, DeployFailure> {
+        let built = self.build(tenant, app_name, spec).await?;
+        let number = self.0.store.add_version(built.app.id, &built.manifest, &built.hashes).await?;
+        Ok(Deployed { app: built.app.id, version: number, new: true })
+    }
+
+    /// Makes stored version `number` of `app` the active one (an older one
+    /// too): the deploy rules of DESIGN §3.4.
+    pub async fn activate(&self, app: &AppRef, number: i64) -> Result<(), DeployFailure> {
+        let stored = self.0.store.version(app.id, number).await?.ok_or(DeployFailure::NoSuchVersion(number))?;
+        let version = self.load(&stored).await?;
+        self.0.store.activate(app.id, number).await?;
+        let entry = self.app_entry(app.clone()).await?;
+        self.switch(&entry, Arc::new(version));
+        Ok(())
+    }
+
+    /// Brings a stored app onto this node as the store has it (a node's
+    /// start): its values, and its active version if it has one.
+    pub async fn restore(&self, app: AppRef) -> Result<(), DeployFailure> {
+        let active = self.0.store.active_version(app.id).await?;
+        let entry = self.app_entry(app).await?;
+        if let Some(stored) = active {
+            let version = self.load(&stored).await?;
+            self.switch(&entry, Arc::new(version));
+        }
+        Ok(())
+    }
+
+    /// Deletes an app: its sockets close, its events are refused from now
+    /// on, and its versions, values, actors and their storage leave the store.
+    pub async fn delete_app(&self, app: AppId) -> Result<(), DeployFailure> {
+        self.0.apps.write().unwrap_or_else(|p| p.into_inner()).remove(app);
+        let gone = wasmkeep_core::close::ACTOR_GONE;
+        self.0.sockets.close_where(|k: &MailboxKey| k.app == app, gone.code, gone.reason);
+        self.0.store.delete_app(app).await?;
+        Ok(())
+    }
+
+    /// The app a hosted node's public port reaches under `tenant`'s name.
+    pub fn app_named(&self, tenant: &TenantId, app: &AppName) -> Result<Arc<AppRef>, Refusal> {
+        let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
+        let found = apps.named(tenant, app).ok_or(Refusal::NoSuchApp)?;
+        if apps.is_suspended(tenant) {
+            return Err(Refusal::Suspended);
+        }
+        Ok(found.reference.clone())
+    }
+
+    /// Suspends or resumes a tenant: a suspended tenant's apps are refused
+    /// at the port (`503`); nothing of theirs is deleted.
+    pub fn set_suspended(&self, tenant: &TenantId, suspended: bool) {
+        self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_suspended(tenant, suspended);
+    }
+
+    /// The limits `tenant`'s events run under from now on (its plan's,
+    /// never above the node's); `None`: the node's.
+    pub fn set_tenant_limits(&self, tenant: &TenantId, limits: Option<Limits>) {
+        let limits = limits.map(Arc::new);
+        self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_limits(tenant, limits);
+    }
+
+    /// Checks, compiles and stores the components of `spec`.
+    async fn build(&self, tenant: &str, app_name: &str, spec: VersionSpec) -> Result<Built, DeployFailure> {
         let inner = &self.0;
         let tenant = TenantId::parse(tenant).map_err(DeployFailure::Name)?;
         let app_name = AppName::parse(app_name).map_err(DeployFailure::Name)?;
@@ -240,23 +352,27 @@ impl Node {
         if let Some(dup) = spec.classes.iter().find(|c| !seen.insert(c.name.clone())) {
             return Err(DeployFailure::DuplicateClass(dup.name.to_string()));
         }
-        let mut classes = HashMap::new();
-        let mut hashes = BTreeMap::new();
+        // Every component is checked before any is stored.
         let front = match &spec.front {
-            Some(wasm) => {
-                let component = inner.runtime.load_front(wasm).map_err(DeployFailure::Front)?;
-                inner.store.put_component(component.hash(), wasm).await?;
-                // Class names start with a letter: no clash.
-                hashes.insert(FRONT_KEY.to_owned(), component.hash().to_owned());
-                Some(Arc::new(component))
-            }
+            Some(wasm) => Some(inner.runtime.load_front(wasm).map_err(DeployFailure::Front)?),
             None => None,
         };
+        let mut loaded = Vec::with_capacity(spec.classes.len());
         for c in &spec.classes {
             let component = inner
                 .runtime
                 .load_actor(&c.wasm)
                 .map_err(|error| DeployFailure::Component { class: c.name.to_string(), error })?;
+            loaded.push(component);
+        }
+        let mut hashes = BTreeMap::new();
+        if let (Some(component), Some(wasm)) = (&front, &spec.front) {
+            inner.store.put_component(component.hash(), wasm).await?;
+            // Class names start with a letter: no clash.
+            hashes.insert(FRONT_KEY.to_owned(), component.hash().to_owned());
+        }
+        let mut classes = HashMap::new();
+        for (c, component) in spec.classes.iter().zip(loaded) {
             inner.store.put_component(component.hash(), &c.wasm).await?;
             hashes.insert(c.name.to_string(), component.hash().to_owned());
             let class = Class { name: c.name.clone(), access: c.access, component: Arc::new(component) };
@@ -271,48 +387,93 @@ impl Node {
                 .collect(),
             required_values: spec.required_values.clone(),
         };
-        let manifest_json = serde_json::to_string(&manifest).expect("a manifest serializes");
+        let manifest = serde_json::to_string(&manifest).expect("a manifest serializes");
+        let id = inner.store.ensure_app(tenant.as_str(), app_name.as_str()).await?;
+        Ok(Built {
+            app: AppRef { id, tenant, name: app_name },
+            manifest,
+            hashes,
+            version: Version { number: 0, front: front.map(Arc::new), classes, required_values: spec.required_values },
+        })
+    }
 
-        let app_id = inner.store.ensure_app(tenant.as_str(), app_name.as_str()).await?;
-        let active = inner.store.active_version(app_id).await?;
-        let (number, new) = match active {
-            Some(v)
-                if v.components == hashes
-                    && serde_json::from_str::<StoredManifest>(&v.manifest).ok() == Some(manifest) =>
-            {
-                (v.number, false)
-            }
-            _ => {
-                let n = inner.store.add_version(app_id, &manifest_json, &hashes).await?;
-                inner.store.activate(app_id, n).await?;
-                (n, true)
-            }
+    /// A stored version, its components read from the store and compiled
+    /// (a hit in the component cache when this node compiled them before).
+    async fn load(&self, stored: &StoredVersion) -> Result<Version, DeployFailure> {
+        let inner = &self.0;
+        let manifest: StoredManifest = serde_json::from_str(&stored.manifest)
+            .map_err(|e| DeployFailure::Stored(format!("version {}: manifest: {e}", stored.number)))?;
+        let bytes = async |role: &str| -> Result<Vec<u8>, DeployFailure> {
+            let missing = || DeployFailure::Stored(format!("version {}: no component for {role}", stored.number));
+            let hash = stored.components.get(role).ok_or_else(missing)?;
+            inner.store.component(hash).await?.ok_or_else(missing)
         };
-        let app = self.app_entry(AppRef { id: app_id, tenant, name: app_name }).await?;
-        // A class the version removes closes its sockets (DESIGN §3.4).
-        let removed = |k: &MailboxKey| k.app == app_id && !classes.contains_key(&k.address.class);
+        let front = match manifest.front {
+            true => Some(Arc::new(inner.runtime.load_front(&bytes(FRONT_KEY).await?).map_err(DeployFailure::Front)?)),
+            false => None,
+        };
+        let mut classes = HashMap::new();
+        for c in &manifest.classes {
+            let stored_class =
+                |e: String| DeployFailure::Stored(format!("version {}: class {}: {e}", stored.number, c.name));
+            let name = ClassName::parse(&c.name).map_err(|e| stored_class(e.to_string()))?;
+            let access = Access::parse(&c.access).ok_or_else(|| stored_class(format!("access {}", c.access)))?;
+            let component = inner
+                .runtime
+                .load_actor(&bytes(&c.name).await?)
+                .map_err(|error| DeployFailure::Component { class: c.name.clone(), error })?;
+            classes.insert(c.name.clone(), Arc::new(Class { name, access, component: Arc::new(component) }));
+        }
+        Ok(Version { number: stored.number, front, classes, required_values: manifest.required_values })
+    }
+
+    /// Makes `version` the app's active one. A class it removes closes
+    /// its sockets (DESIGN §3.4); a class it makes internal closes its
+    /// outside sockets at their next event (admission's early rule).
+    fn switch(&self, app: &App, version: Arc<Version>) {
+        let id = app.id();
+        let removed = |k: &MailboxKey| k.app == id && !version.classes.contains_key(&k.address.class);
         let close = wasmkeep_core::close::CLASS_REMOVED;
-        inner.sockets.close_where(removed, close.code, close.reason);
-        app.activate(Arc::new(Version { number, front, classes, required_values: spec.required_values }));
-        Ok(Deployed { app: app_id, version: number, new })
+        self.0.sockets.close_where(removed, close.code, close.reason);
+        app.activate(version);
     }
 
     async fn app_entry(&self, reference: AppRef) -> Result<Arc<App>, DeployFailure> {
         if let Some(app) = self.0.app(reference.id) {
             return Ok(app);
         }
-        let values = self.0.store.values(reference.id).await?;
+        let mut values = BTreeMap::new();
+        for (name, sealed) in self.0.store.values(reference.id).await? {
+            match self.0.values.open(&value_context(reference.id, &name), &sealed) {
+                Some(plain) => {
+                    values.insert(name, String::from_utf8_lossy(&plain).into_owned());
+                }
+                // Sealed under another key: the app sees it unset, and
+                // setting it again mends it.
+                None => tracing::warn!(app = %reference, value = %name, "a value does not open with this key"),
+            }
+        }
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
         let egress = self.0.egress.clone();
-        Ok(apps.entry(reference.id).or_insert_with(|| Arc::new(App::new(reference, values, egress))).clone())
+        Ok(apps.insert_with(reference, |reference| Arc::new(App::new(reference, values, egress))))
     }
 
-    /// Sets one of the app's values, in the store and for the next events.
+    /// Sets one of the app's values, in the store (sealed) and for the
+    /// next events.
     pub async fn set_value(&self, app: AppId, name: &str, value: &str) -> anyhow::Result<()> {
         let entry = self.0.app(app).ok_or_else(|| anyhow::anyhow!("no app {app} on this node"))?;
-        self.0.store.set_value(app, name, value).await?;
-        entry.set_value(name, value);
+        let sealed = self.0.values.seal(&value_context(app, name), value.as_bytes());
+        self.0.store.set_value(app, name, &sealed).await?;
+        entry.set_value(name, Some(value));
         Ok(())
+    }
+
+    /// Removes one of the app's values; answers whether it was set.
+    pub async fn delete_value(&self, app: AppId, name: &str) -> anyhow::Result<bool> {
+        let entry = self.0.app(app).ok_or_else(|| anyhow::anyhow!("no app {app} on this node"))?;
+        let was = self.0.store.delete_value(app, name).await?;
+        entry.set_value(name, None);
+        Ok(was)
     }
 
     /// The entry of an embedder (a benchmark, a test, a tool): builds the

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_edge::{AppRouting, PublicPort};
-use wasmkeep_storage::SqliteStore;
+use wasmkeep_storage::{SqliteStore, ValueKey};
 
 use crate::manifest::{self, Component, Manifest};
 use crate::{build, config, reload};
@@ -106,8 +106,17 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
     let store =
         SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
+    let key = crate::serve::secret_file(&data.join("value-key"), || ValueKey::generate().as_bytes().to_vec())?;
+    let values =
+        Arc::new(ValueKey::from_bytes(&key).map_err(|e| format!("{}: {e}", data.join("value-key").display()))?);
     let node = Node::new(
-        NodeConfig { id: "dev".into(), limits, cache_dir: Some(data.join("cache")), egress: EgressPolicy::Open },
+        NodeConfig {
+            id: "dev".into(),
+            limits,
+            cache_dir: Some(data.join("cache")),
+            egress: EgressPolicy::Open,
+            values,
+        },
         Arc::new(store),
     )
     .map_err(|e| format!("starting the node: {e}"))?;

@@ -1,11 +1,14 @@
 //! The `wasmkeep` binary.
 
 mod build;
+mod client;
 mod config;
 mod dev;
 mod manifest;
 mod memory;
 mod reload;
+mod serve;
+mod serve_config;
 
 use std::process::ExitCode;
 
@@ -34,6 +37,19 @@ struct Cli {
 enum Command {
     /// Build an app and serve it on 127.0.0.1:8080 with the embedded store.
     Dev(dev::DevArgs),
+    /// Run the hosted service: tenants sign up and deploy through the
+    /// provisioning API; apps answer at <app>.<tenant>.<base domain>.
+    Serve(serve_config::ServeArgs),
+    /// Sign up as a tenant of a hosted node; saves the token.
+    Signup(client::SignupArgs),
+    /// Build an app and deploy it to a hosted node; prints its URL.
+    Deploy(client::DeployArgs),
+    /// The tenant's apps.
+    Apps(client::AppsArgs),
+    /// An app's values (secrets).
+    Values(client::ValuesArgs),
+    /// The tenant's API tokens.
+    Tokens(client::TokensArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +67,12 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Dev(args) => dev::run(args).await,
+            Command::Serve(args) => serve::run(args).await,
+            Command::Signup(args) => client::signup(args).await,
+            Command::Deploy(args) => client::deploy(args).await,
+            Command::Apps(args) => client::apps(args).await,
+            Command::Values(args) => client::values(args).await,
+            Command::Tokens(args) => client::tokens(args).await,
         }
     });
     match result {

@@ -65,6 +65,20 @@ pub fn verdict(seen: ConnectionSeen, now: Duration, times: ConnectionTimes) -> V
     if now >= ends { Verdict::Idle } else { Verdict::LookAgainAt(ends) }
 }
 
+/// Who a client is, for every per-client bound: its IPv4 address, or its
+/// IPv6 /64 (one host is usually given a whole /64, and may use any
+/// address in it).
+pub fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

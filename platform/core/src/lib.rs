@@ -17,10 +17,12 @@ pub mod egress;
 pub mod envelope;
 pub mod handoff;
 pub mod head;
+pub mod host;
 pub mod limits;
 pub mod listing;
 pub mod names;
 pub mod path;
+pub mod plan;
 pub mod refusal;
 pub mod response;
 

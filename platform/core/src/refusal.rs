@@ -13,6 +13,10 @@ pub enum Refusal {
     /// No app answers at this host name.
     #[error("no such app")]
     NoSuchApp,
+    /// The operator suspended the app's tenant: its data is kept, its
+    /// apps answer nothing until it is resumed.
+    #[error("this app's account is suspended")]
+    Suspended,
     /// The class is not one of the active version's.
     #[error("no such actor class")]
     NoSuchClass,
@@ -49,6 +53,7 @@ impl Refusal {
     pub fn label(&self) -> &'static str {
         match self {
             Self::NoSuchApp => "no_such_app",
+            Self::Suspended => "suspended",
             Self::NoSuchClass => "no_such_class",
             Self::InvalidName(_) => "invalid_name",
             Self::Internal => "internal",
@@ -217,6 +222,7 @@ impl Failure {
                 Refusal::InvalidName(_) => (400, None),
                 Refusal::Internal => (403, None),
                 Refusal::ValueMissing(_) => (503, Some(10)),
+                Refusal::Suspended => (503, Some(60)),
                 Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
                 Refusal::DeadlinePassed => (504, None),
             },
@@ -278,6 +284,7 @@ mod tests {
     fn every_failure() -> Vec<Failure> {
         let refusals = [
             Refusal::NoSuchApp,
+            Refusal::Suspended,
             Refusal::NoSuchClass,
             Refusal::InvalidName(NameError::EmptyName),
             Refusal::Internal,
@@ -328,6 +335,7 @@ mod tests {
             table,
             [
                 (404, None, "no such app\n"),
+                (503, Some(60), "this app's account is suspended\n"),
                 (404, None, "no such actor class\n"),
                 (400, None, "actor name is empty\n"),
                 (403, None, "actor class is internal\n"),

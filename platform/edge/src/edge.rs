@@ -1,8 +1,12 @@
 //! The edge: which app a request is for, and the client's headers of the
 //! host's range removed before anything else reads the request.
 
+use std::sync::Arc;
+
 use http::request::Parts;
-use wasmkeep_core::{AppId, head};
+use wasmkeep_actors::Node;
+use wasmkeep_core::host::{self, BaseDomain};
+use wasmkeep_core::{AppId, AppRef, Refusal, head};
 
 use wasmkeep_core::{Failure, PortError};
 
@@ -11,12 +15,21 @@ use wasmkeep_core::{Failure, PortError};
 pub enum AppRouting {
     /// `wasmkeep dev`: every host name reaches the one app.
     Single(AppId),
+    /// `wasmkeep serve`: `<app>.<tenant>.<base domain>` reaches that
+    /// tenant's app, named by the absolute-form target's authority when
+    /// there is one, else by `Host` (never by `X-Forwarded-Host`).
+    ByHost(BaseDomain),
 }
 
 impl AppRouting {
-    pub(crate) fn app_for(&self, _parts: &Parts) -> Option<AppId> {
+    pub(crate) fn app_for(&self, parts: &Parts, node: &Node) -> Result<Arc<AppRef>, Refusal> {
         match self {
-            Self::Single(app) => Some(*app),
+            Self::Single(app) => node.app_ref(*app).ok_or(Refusal::NoSuchApp),
+            Self::ByHost(base) => {
+                let authority = host::request_authority(&parts.uri, parts.headers.get(http::header::HOST));
+                let (tenant, app) = authority.and_then(|a| host::app_of(a, base)).ok_or(Refusal::NoSuchApp)?;
+                node.app_named(&tenant, &app)
+            }
         }
     }
 }

@@ -33,7 +33,7 @@ impl PerClient {
 
     /// A place for `client`, or `None` when it holds its share already.
     pub(crate) fn take(&self, client: IpAddr) -> Option<Place> {
-        let client = client_key(client);
+        let client = wasmkeep_core::connection::client_key(client);
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(client).or_insert(0);
         if *n >= self.limit {
@@ -46,18 +46,6 @@ impl PerClient {
     #[cfg(test)]
     fn clients(&self) -> usize {
         self.counts.lock().unwrap().len()
-    }
-}
-
-/// Who a client is: its IPv4 address, or its IPv6 /64 (one host is
-/// usually given a whole /64, and may use any address in it).
-fn client_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
-        },
     }
 }
 

@@ -54,8 +54,7 @@ impl PublicPort {
         let (mut parts, incoming) = request.into_parts();
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
-        let app = self.routing.app_for(&parts).and_then(|id| self.node.app_ref(id));
-        let app = app.ok_or(Failure::from(Refusal::NoSuchApp))?;
+        let app = self.routing.app_for(&parts, &self.node)?;
         let trace = head::read_trace(&parts.headers);
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {

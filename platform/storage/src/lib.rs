@@ -1,8 +1,9 @@
 //! The store: actors' ownership and storage, and the apps they belong to.
 //!
-//! Two traits, one per concern: [`ActorStore`] for the data plane (waking
-//! and fencing actors, their keys and values) and [`AppStore`] for the
-//! control plane (tenants, apps, versions, components, values). The embedded
+//! Three traits, one per concern: [`ActorStore`] for the data plane (waking
+//! and fencing actors, their keys and values), [`AppStore`] for what a node
+//! runs (apps, versions, components, values) and [`TenantStore`] for the
+//! hosted service's accounts (tenants, their plans, API tokens). The embedded
 //! default is [`SqliteStore`], a file in the node's data directory; the
 //! cluster adds PostgreSQL behind the same traits.
 //!
@@ -10,6 +11,7 @@
 //! at wake; a commit under any other epoch is refused ([`StoreError::Fenced`]),
 //! so two owners never both write one actor.
 
+pub mod seal;
 mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -19,6 +21,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
+pub use seal::ValueKey;
 pub use sqlite::SqliteStore;
 
 /// The owner epoch granted to the node that woke an actor.
@@ -114,11 +117,106 @@ pub trait AppStore: Send + Sync + 'static {
     ) -> Result<i64, StoreError>;
     async fn activate(&self, app: AppId, version: i64) -> Result<(), StoreError>;
     async fn active_version(&self, app: AppId) -> Result<Option<StoredVersion>, StoreError>;
-    async fn set_value(&self, app: AppId, name: &str, value: &str) -> Result<(), StoreError>;
-    async fn values(&self, app: AppId) -> Result<BTreeMap<String, String>, StoreError>;
+    /// A version by number, active or not.
+    async fn version(&self, app: AppId, number: i64) -> Result<Option<StoredVersion>, StoreError>;
+    /// Every version of the app, oldest first.
+    async fn versions(&self, app: AppId) -> Result<Vec<StoredVersion>, StoreError>;
+    /// Sets a value, sealed by the caller: the store never sees it in clear.
+    async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError>;
+    /// Removes a value; answers whether it was set.
+    async fn delete_value(&self, app: AppId, name: &str) -> Result<bool, StoreError>;
+    /// Every value of the app, sealed.
+    async fn values(&self, app: AppId) -> Result<BTreeMap<String, Vec<u8>>, StoreError>;
+    /// The tenant's apps, by name.
+    async fn apps(&self, tenant: &str) -> Result<Vec<AppRecord>, StoreError>;
+    /// Every app of every tenant (a node loads them at start).
+    async fn all_apps(&self) -> Result<Vec<AppRecord>, StoreError>;
+    /// The app `name` of `tenant`, if it exists.
+    async fn find_app(&self, tenant: &str, name: &str) -> Result<Option<AppRecord>, StoreError>;
+    /// Removes the app with its versions, values, actors and their storage.
+    /// Components stay: they are shared by content.
+    async fn delete_app(&self, app: AppId) -> Result<(), StoreError>;
 }
 
-/// Both halves of a store, as one node uses them.
-pub trait Store: ActorStore + AppStore {}
+/// An app as the control plane lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppRecord {
+    pub id: AppId,
+    pub tenant: String,
+    pub name: String,
+    /// The active version's number, if one was activated.
+    pub active: Option<i64>,
+}
 
-impl<T: ActorStore + AppStore> Store for T {}
+/// A tenant's account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRecord {
+    pub id: String,
+    pub plan: String,
+    pub suspended: bool,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// An API token as stored: never its secret, only the secret's keyed hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// The public id the token is listed and revoked by.
+    pub id: String,
+    /// The tenant it acts for; `None` for the operator's.
+    pub tenant: Option<String>,
+    pub scope: String,
+    /// The secret's HMAC under the server's pepper, hex.
+    pub hash: String,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// The hosted service's accounts.
+#[async_trait]
+pub trait TenantStore: Send + Sync + 'static {
+    /// Creates the tenant on `plan` with its first token, in one
+    /// transaction; false (and nothing written) when the name is taken.
+    async fn create_tenant(&self, tenant: &TenantRecord, first: &TokenRecord) -> Result<bool, StoreError>;
+    async fn tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError>;
+    async fn tenants(&self) -> Result<Vec<TenantRecord>, StoreError>;
+    /// Answers false when there is no such tenant.
+    async fn set_plan(&self, id: &str, plan: &str) -> Result<bool, StoreError>;
+    /// Answers false when there is no such tenant.
+    async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError>;
+    async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError>;
+    async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
+    /// The tenant's tokens (`None`: the operator's), oldest first.
+    async fn tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenRecord>, StoreError>;
+    /// Revokes one of the tenant's tokens; false when it has none by that id.
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError>;
+}
+
+/// Every half of a store, as one node uses them.
+pub trait Store: ActorStore + AppStore + TenantStore {}
+
+impl<T: ActorStore + AppStore + TenantStore> Store for T {}
+
+/// Seals app values before they reach a store and opens them after: the
+/// store, its files and its backups hold values only sealed.
+pub trait ValueSeal: Send + Sync + std::fmt::Debug + 'static {
+    /// `context` binds the sealed bytes to where they belong (an app and a
+    /// name): moved elsewhere, they do not open.
+    fn seal(&self, context: &[u8], plain: &[u8]) -> Vec<u8>;
+    fn open(&self, context: &[u8], sealed: &[u8]) -> Option<Vec<u8>>;
+}
+
+impl ValueSeal for ValueKey {
+    fn seal(&self, context: &[u8], plain: &[u8]) -> Vec<u8> {
+        ValueKey::seal(self, context, plain)
+    }
+
+    fn open(&self, context: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        ValueKey::open(self, context, sealed).ok()
+    }
+}
+
+/// The context an app's value is sealed under: its app and its name.
+pub fn value_context(app: AppId, name: &str) -> Vec<u8> {
+    seal::context(&[b"wasmkeep app value", &app.0.to_be_bytes(), name.as_bytes()])
+}

@@ -12,7 +12,10 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use wasmkeep_core::{ActorKey, AppId};
 
-use crate::{ActorStore, AppStore, Epoch, StoreError, StoredVersion, Wake, WriteBatch};
+use crate::{
+    ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore, TokenRecord, Wake,
+    WriteBatch,
+};
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
@@ -38,10 +41,6 @@ CREATE TABLE IF NOT EXISTS version_components (
     app INTEGER NOT NULL, number INTEGER NOT NULL, role TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (app, number, role)
 );
-CREATE TABLE IF NOT EXISTS app_values (
-    app INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (app, name)
-);
 CREATE TABLE IF NOT EXISTS actors (
     app INTEGER NOT NULL, class TEXT NOT NULL, name TEXT NOT NULL,
     state TEXT NOT NULL, owner TEXT NOT NULL, epoch INTEGER NOT NULL,
@@ -54,6 +53,38 @@ CREATE TABLE IF NOT EXISTS kv (
 ) WITHOUT ROWID;
 ";
 
+/// The schema's changes since the first, in order; `user_version` counts
+/// those applied. Each runs in the transaction that bumps the count.
+const MIGRATIONS: &[&str] = &[
+    // 1: accounts of the hosted service; values sealed (the earlier clear
+    // values are dropped: they were `dev`'s, set again by its flags).
+    "
+    ALTER TABLE tenants ADD COLUMN plan TEXT NOT NULL DEFAULT 'free';
+    ALTER TABLE tenants ADD COLUMN suspended INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tenants ADD COLUMN created INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE tokens (
+        id TEXT PRIMARY KEY, tenant TEXT, scope TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE, created INTEGER NOT NULL
+    );
+    DROP TABLE IF EXISTS app_values;
+    CREATE TABLE sealed_values (
+        app INTEGER NOT NULL, name TEXT NOT NULL, sealed BLOB NOT NULL,
+        PRIMARY KEY (app, name)
+    );
+    ",
+];
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let applied: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
 /// The embedded store. Calls run inline: each is a few microseconds of
 /// SQLite work, cheaper than a hop to a blocking thread.
 pub struct SqliteStore {
@@ -63,11 +94,12 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path)?;
+        let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        migrate(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(Self { conn: Mutex::new(conn) })
     }
@@ -260,40 +292,192 @@ impl AppStore for SqliteStore {
 
     async fn active_version(&self, app: AppId) -> Result<Option<StoredVersion>, StoreError> {
         let conn = self.conn();
-        let row: Option<(i64, String)> = conn
-            .query_row(
-                "SELECT v.number, v.manifest FROM apps a JOIN versions v ON v.app = a.id AND v.number = a.active
-                 WHERE a.id = ?1",
-                params![app.0],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let Some((number, manifest)) = row else {
-            return Ok(None);
-        };
-        let mut stmt = conn.prepare("SELECT role, hash FROM version_components WHERE app = ?1 AND number = ?2")?;
-        let components = stmt
-            .query_map(params![app.0, number], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<BTreeMap<String, String>, _>>()?;
-        Ok(Some(StoredVersion { number, manifest, components }))
+        let active: Option<Option<i64>> =
+            conn.query_row("SELECT active FROM apps WHERE id = ?1", params![app.0], |r| r.get(0)).optional()?;
+        match active.flatten() {
+            Some(number) => stored_version(&conn, app, number),
+            None => Ok(None),
+        }
     }
 
-    async fn set_value(&self, app: AppId, name: &str, value: &str) -> Result<(), StoreError> {
+    async fn version(&self, app: AppId, number: i64) -> Result<Option<StoredVersion>, StoreError> {
+        stored_version(&self.conn(), app, number)
+    }
+
+    async fn versions(&self, app: AppId) -> Result<Vec<StoredVersion>, StoreError> {
+        let conn = self.conn();
+        let numbers = conn
+            .prepare("SELECT number FROM versions WHERE app = ?1 ORDER BY number")?
+            .query_map(params![app.0], |r| r.get::<_, i64>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut versions = Vec::with_capacity(numbers.len());
+        for n in numbers {
+            versions.extend(stored_version(&conn, app, n)?);
+        }
+        Ok(versions)
+    }
+
+    async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
         self.conn().execute(
-            "INSERT INTO app_values (app, name, value) VALUES (?1, ?2, ?3) ON CONFLICT (app, name) DO UPDATE SET value = ?3",
-            params![app.0, name, value],
+            "INSERT INTO sealed_values (app, name, sealed) VALUES (?1, ?2, ?3)
+             ON CONFLICT (app, name) DO UPDATE SET sealed = ?3",
+            params![app.0, name, sealed],
         )?;
         Ok(())
     }
 
-    async fn values(&self, app: AppId) -> Result<BTreeMap<String, String>, StoreError> {
+    async fn delete_value(&self, app: AppId, name: &str) -> Result<bool, StoreError> {
+        let n = self.conn().execute("DELETE FROM sealed_values WHERE app = ?1 AND name = ?2", params![app.0, name])?;
+        Ok(n == 1)
+    }
+
+    async fn values(&self, app: AppId) -> Result<BTreeMap<String, Vec<u8>>, StoreError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT name, value FROM app_values WHERE app = ?1")?;
+        let mut stmt = conn.prepare("SELECT name, sealed FROM sealed_values WHERE app = ?1")?;
         let values = stmt
             .query_map(params![app.0], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<BTreeMap<String, String>, _>>()?;
+            .collect::<Result<BTreeMap<String, Vec<u8>>, _>>()?;
         Ok(values)
     }
+
+    async fn apps(&self, tenant: &str) -> Result<Vec<AppRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id, tenant, name, active FROM apps WHERE tenant = ?1 ORDER BY name")?;
+        let apps = stmt.query_map(params![tenant], app_record)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(apps)
+    }
+
+    async fn all_apps(&self) -> Result<Vec<AppRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id, tenant, name, active FROM apps ORDER BY id")?;
+        let apps = stmt.query_map([], app_record)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(apps)
+    }
+
+    async fn find_app(&self, tenant: &str, name: &str) -> Result<Option<AppRecord>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT id, tenant, name, active FROM apps WHERE tenant = ?1 AND name = ?2",
+                params![tenant, name],
+                app_record,
+            )
+            .optional()?)
+    }
+
+    async fn delete_app(&self, app: AppId) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for table in ["kv", "actors", "sealed_values", "version_components", "versions"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE app = ?1"), params![app.0])?;
+        }
+        tx.execute("DELETE FROM apps WHERE id = ?1", params![app.0])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn app_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AppRecord> {
+    Ok(AppRecord { id: AppId(r.get(0)?), tenant: r.get(1)?, name: r.get(2)?, active: r.get(3)? })
+}
+
+fn stored_version(conn: &Connection, app: AppId, number: i64) -> Result<Option<StoredVersion>, StoreError> {
+    let manifest: Option<String> = conn
+        .query_row("SELECT manifest FROM versions WHERE app = ?1 AND number = ?2", params![app.0, number], |r| r.get(0))
+        .optional()?;
+    let Some(manifest) = manifest else {
+        return Ok(None);
+    };
+    let mut stmt = conn.prepare_cached("SELECT role, hash FROM version_components WHERE app = ?1 AND number = ?2")?;
+    let components = stmt
+        .query_map(params![app.0, number], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<BTreeMap<String, String>, _>>()?;
+    Ok(Some(StoredVersion { number, manifest, components }))
+}
+
+fn tenant_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRecord> {
+    Ok(TenantRecord { id: r.get(0)?, plan: r.get(1)?, suspended: r.get(2)?, created: r.get(3)? })
+}
+
+fn token_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
+    Ok(TokenRecord { id: r.get(0)?, tenant: r.get(1)?, scope: r.get(2)?, hash: r.get(3)?, created: r.get(4)? })
+}
+
+const TENANT_COLUMNS: &str = "SELECT id, plan, suspended, created FROM tenants";
+const TOKEN_COLUMNS: &str = "SELECT id, tenant, scope, hash, created FROM tokens";
+
+#[async_trait]
+impl TenantStore for SqliteStore {
+    async fn create_tenant(&self, tenant: &TenantRecord, first: &TokenRecord) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        // `dev` and `ensure_app` make tenants without an account: a name
+        // with apps is taken all the same.
+        let n = tx.execute(
+            "INSERT INTO tenants (id, plan, suspended, created) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+            params![tenant.id, tenant.plan, tenant.suspended, tenant.created],
+        )?;
+        if n == 0 {
+            return Ok(false);
+        }
+        insert_token(&tx, first)?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    async fn tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
+        Ok(self.conn().query_row(&format!("{TENANT_COLUMNS} WHERE id = ?1"), params![id], tenant_record).optional()?)
+    }
+
+    async fn tenants(&self) -> Result<Vec<TenantRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{TENANT_COLUMNS} ORDER BY id"))?;
+        let tenants = stmt.query_map([], tenant_record)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(tenants)
+    }
+
+    async fn set_plan(&self, id: &str, plan: &str) -> Result<bool, StoreError> {
+        Ok(self.conn().execute("UPDATE tenants SET plan = ?2 WHERE id = ?1", params![id, plan])? == 1)
+    }
+
+    async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError> {
+        Ok(self.conn().execute("UPDATE tenants SET suspended = ?2 WHERE id = ?1", params![id, suspended])? == 1)
+    }
+
+    async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        insert_token(&tx, token)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        Ok(self
+            .conn()
+            .prepare_cached(&format!("{TOKEN_COLUMNS} WHERE hash = ?1"))?
+            .query_row(params![hash], token_record)
+            .optional()?)
+    }
+
+    async fn tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{TOKEN_COLUMNS} WHERE tenant IS ?1 ORDER BY created, id"))?;
+        let tokens = stmt.query_map(params![tenant], token_record)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(tokens)
+    }
+
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError> {
+        Ok(self.conn().execute("DELETE FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id])? == 1)
+    }
+}
+
+fn insert_token(tx: &rusqlite::Transaction<'_>, t: &TokenRecord) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO tokens (id, tenant, scope, hash, created) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![t.id, t.tenant, t.scope, t.hash, t.created],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -428,14 +612,120 @@ mod tests {
             assert_eq!(block(s.active_version(app)).unwrap(), None);
             block(s.activate(app, v)).unwrap();
             assert!(block(s.activate(app, 7)).is_err());
-            block(s.set_value(app, "A", "1")).unwrap();
-            block(s.set_value(app, "A", "2")).unwrap();
+            block(s.set_value(app, "A", b"1")).unwrap();
+            block(s.set_value(app, "A", b"2")).unwrap();
         }
         let s = SqliteStore::open(&path).unwrap();
         let v = block(s.active_version(app)).unwrap().unwrap();
         assert_eq!(v.number, 1);
         assert_eq!(v.components["counter"], "h1");
         assert_eq!(block(s.component("h1")).unwrap().unwrap(), b"wasm");
-        assert_eq!(block(s.values(app)).unwrap()["A"], "2");
+        assert_eq!(block(s.values(app)).unwrap()["A"], b"2");
+    }
+
+    fn token(id: &str, tenant: Option<&str>, hash: &str) -> TokenRecord {
+        TokenRecord {
+            id: id.into(),
+            tenant: tenant.map(Into::into),
+            scope: "admin".into(),
+            hash: hash.into(),
+            created: 1,
+        }
+    }
+
+    fn tenant(id: &str) -> TenantRecord {
+        TenantRecord { id: id.into(), plan: "free".into(), suspended: false, created: 7 }
+    }
+
+    #[test]
+    fn tenants_and_tokens() {
+        let (_d, s) = store();
+        assert!(block(s.create_tenant(&tenant("acme"), &token("t1", Some("acme"), "h1"))).unwrap());
+        // Taken: nothing of the second attempt is written.
+        assert!(!block(s.create_tenant(&tenant("acme"), &token("t2", Some("acme"), "h2"))).unwrap());
+        assert_eq!(block(s.token_by_hash("h2")).unwrap(), None);
+        // A tenant `dev` made without an account is taken too.
+        block(s.ensure_app("dev", "counter")).unwrap();
+        assert!(!block(s.create_tenant(&tenant("dev"), &token("t3", Some("dev"), "h3"))).unwrap());
+
+        assert_eq!(block(s.tenant("acme")).unwrap(), Some(tenant("acme")));
+        assert!(block(s.set_plan("acme", "pro")).unwrap());
+        assert!(!block(s.set_plan("nobody", "pro")).unwrap());
+        assert!(block(s.set_suspended("acme", true)).unwrap());
+        let acme = block(s.tenant("acme")).unwrap().unwrap();
+        assert_eq!((acme.plan.as_str(), acme.suspended), ("pro", true));
+        assert_eq!(block(s.tenants()).unwrap().len(), 2);
+
+        block(s.add_token(&token("t4", Some("acme"), "h4"))).unwrap();
+        block(s.add_token(&token("op", None, "h5"))).unwrap();
+        // The same hash twice is refused (a secret is never reused).
+        assert!(block(s.add_token(&token("t6", Some("acme"), "h4"))).is_err());
+        assert_eq!(block(s.token_by_hash("h4")).unwrap().unwrap().id, "t4");
+        let ids = |v: Vec<TokenRecord>| v.into_iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(ids(block(s.tokens(Some("acme"))).unwrap()), ["t1", "t4"]);
+        assert_eq!(ids(block(s.tokens(None)).unwrap()), ["op"]);
+        // A tenant revokes only its own tokens.
+        assert!(!block(s.revoke_token(Some("dev"), "t4")).unwrap());
+        assert!(!block(s.revoke_token(None, "t4")).unwrap());
+        assert!(block(s.revoke_token(Some("acme"), "t4")).unwrap());
+        assert_eq!(block(s.token_by_hash("h4")).unwrap(), None);
+    }
+
+    #[test]
+    fn versions_values_and_deleting_an_app() {
+        let (_d, s) = store();
+        let app = block(s.ensure_app("acme", "shop")).unwrap();
+        let other = block(s.ensure_app("acme", "chat")).unwrap();
+        let comps = BTreeMap::from([("cart".to_string(), "h1".to_string())]);
+        let v1 = block(s.add_version(app, "{\"v\":1}", &comps)).unwrap();
+        let v2 = block(s.add_version(app, "{\"v\":2}", &comps)).unwrap();
+        block(s.activate(app, v2)).unwrap();
+        assert_eq!(block(s.version(app, v1)).unwrap().unwrap().manifest, "{\"v\":1}");
+        assert_eq!(block(s.version(app, 9)).unwrap(), None);
+        assert_eq!(block(s.versions(app)).unwrap().iter().map(|v| v.number).collect::<Vec<_>>(), [1, 2]);
+        let names = |v: Vec<AppRecord>| v.into_iter().map(|a| a.name).collect::<Vec<_>>();
+        assert_eq!(names(block(s.apps("acme")).unwrap()), ["chat", "shop"]);
+        assert_eq!(block(s.find_app("acme", "shop")).unwrap().unwrap().active, Some(2));
+        assert_eq!(block(s.find_app("other", "shop")).unwrap(), None);
+
+        block(s.set_value(app, "K", b"sealed")).unwrap();
+        block(s.set_value(other, "K", b"kept")).unwrap();
+        assert!(!block(s.delete_value(app, "nope")).unwrap());
+        let a = ActorKey { app, address: Address::parse("cart/x").unwrap() };
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))).unwrap();
+
+        block(s.delete_app(app)).unwrap();
+        assert_eq!(block(s.find_app("acme", "shop")).unwrap(), None);
+        assert!(block(s.values(app)).unwrap().is_empty());
+        assert!(block(s.versions(app)).unwrap().is_empty());
+        assert_eq!(block(s.get(&a, "k")).unwrap(), None);
+        assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
+        // The other app keeps everything; a component stays for whoever shares it.
+        assert_eq!(block(s.values(other)).unwrap()["K"], b"kept");
+    }
+
+    #[test]
+    fn an_old_store_is_migrated_and_its_clear_values_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE app_values (app INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+                 PRIMARY KEY (app, name));
+                 INSERT INTO tenants (id) VALUES ('dev');
+                 INSERT INTO app_values VALUES (1, 'SECRET', 'in-clear');",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        let dev = block(s.tenant("dev")).unwrap().unwrap();
+        assert_eq!((dev.plan.as_str(), dev.suspended), ("free", false));
+        assert!(block(s.values(AppId(1))).unwrap().is_empty());
+        drop(s);
+        // Opening again applies nothing twice.
+        SqliteStore::open(&path).unwrap();
     }
 }

@@ -17,9 +17,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
-use crate::{ActorStore, AppStore, Epoch, StoreError, StoredVersion, Wake, WriteBatch};
+use crate::{
+    ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore, TokenRecord, Wake,
+    WriteBatch,
+};
 
-/// One method of [`ActorStore`] or [`AppStore`]: what a fault targets and
+/// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
+/// pass straight through): what a fault targets and
 /// what a call count counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -34,13 +38,20 @@ pub enum Op {
     AddVersion,
     Activate,
     ActiveVersion,
+    Version,
+    Versions,
     SetValue,
+    DeleteValue,
     Values,
+    Apps,
+    AllApps,
+    FindApp,
+    DeleteApp,
 }
 
 impl Op {
     /// Every op, so a test can fault or check them all at once.
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 20] = [
         Op::Wake,
         Op::Get,
         Op::List,
@@ -52,8 +63,15 @@ impl Op {
         Op::AddVersion,
         Op::Activate,
         Op::ActiveVersion,
+        Op::Version,
+        Op::Versions,
         Op::SetValue,
+        Op::DeleteValue,
         Op::Values,
+        Op::Apps,
+        Op::AllApps,
+        Op::FindApp,
+        Op::DeleteApp,
     ];
 }
 
@@ -244,14 +262,88 @@ impl<S: ?Sized + AppStore> AppStore for FaultyStore<S> {
         self.inner.active_version(app).await
     }
 
-    async fn set_value(&self, app: AppId, name: &str, value: &str) -> Result<(), StoreError> {
-        self.enter(Op::SetValue).await?;
-        self.inner.set_value(app, name, value).await
+    async fn version(&self, app: AppId, number: i64) -> Result<Option<StoredVersion>, StoreError> {
+        self.enter(Op::Version).await?;
+        self.inner.version(app, number).await
     }
 
-    async fn values(&self, app: AppId) -> Result<BTreeMap<String, String>, StoreError> {
+    async fn versions(&self, app: AppId) -> Result<Vec<StoredVersion>, StoreError> {
+        self.enter(Op::Versions).await?;
+        self.inner.versions(app).await
+    }
+
+    async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
+        self.enter(Op::SetValue).await?;
+        self.inner.set_value(app, name, sealed).await
+    }
+
+    async fn delete_value(&self, app: AppId, name: &str) -> Result<bool, StoreError> {
+        self.enter(Op::DeleteValue).await?;
+        self.inner.delete_value(app, name).await
+    }
+
+    async fn values(&self, app: AppId) -> Result<BTreeMap<String, Vec<u8>>, StoreError> {
         self.enter(Op::Values).await?;
         self.inner.values(app).await
+    }
+
+    async fn apps(&self, tenant: &str) -> Result<Vec<AppRecord>, StoreError> {
+        self.enter(Op::Apps).await?;
+        self.inner.apps(tenant).await
+    }
+
+    async fn all_apps(&self) -> Result<Vec<AppRecord>, StoreError> {
+        self.enter(Op::AllApps).await?;
+        self.inner.all_apps().await
+    }
+
+    async fn find_app(&self, tenant: &str, name: &str) -> Result<Option<AppRecord>, StoreError> {
+        self.enter(Op::FindApp).await?;
+        self.inner.find_app(tenant, name).await
+    }
+
+    async fn delete_app(&self, app: AppId) -> Result<(), StoreError> {
+        self.enter(Op::DeleteApp).await?;
+        self.inner.delete_app(app).await
+    }
+}
+
+#[async_trait]
+impl<S: ?Sized + TenantStore> TenantStore for FaultyStore<S> {
+    async fn create_tenant(&self, tenant: &TenantRecord, first: &TokenRecord) -> Result<bool, StoreError> {
+        self.inner.create_tenant(tenant, first).await
+    }
+
+    async fn tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
+        self.inner.tenant(id).await
+    }
+
+    async fn tenants(&self) -> Result<Vec<TenantRecord>, StoreError> {
+        self.inner.tenants().await
+    }
+
+    async fn set_plan(&self, id: &str, plan: &str) -> Result<bool, StoreError> {
+        self.inner.set_plan(id, plan).await
+    }
+
+    async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError> {
+        self.inner.set_suspended(id, suspended).await
+    }
+
+    async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
+        self.inner.add_token(token).await
+    }
+
+    async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        self.inner.token_by_hash(hash).await
+    }
+
+    async fn tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenRecord>, StoreError> {
+        self.inner.tokens(tenant).await
+    }
+
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError> {
+        self.inner.revoke_token(tenant, id).await
     }
 }
 
@@ -307,8 +399,15 @@ mod tests {
         let v = s.add_version(app, "{}", &comps).await.unwrap();
         s.activate(app, v).await.unwrap();
         assert_eq!(s.active_version(app).await.unwrap().unwrap().components, comps);
-        s.set_value(app, "A", "1").await.unwrap();
-        assert_eq!(s.values(app).await.unwrap()["A"], "1");
+        assert_eq!(s.version(app, v).await.unwrap().unwrap().number, v);
+        assert_eq!(s.versions(app).await.unwrap().len(), 1);
+        s.set_value(app, "A", b"1").await.unwrap();
+        assert_eq!(s.values(app).await.unwrap()["A"], b"1");
+        assert!(s.delete_value(app, "A").await.unwrap());
+        assert_eq!(s.apps("dev").await.unwrap()[0].id, app);
+        assert_eq!(s.all_apps().await.unwrap().len(), 1);
+        assert_eq!(s.find_app("dev", "counter").await.unwrap().unwrap().active, Some(v));
+        s.delete_app(app).await.unwrap();
 
         for op in Op::ALL {
             assert_eq!(f.calls(op), if op == Op::Wake { 2 } else { 1 }, "{op:?}");

@@ -60,6 +60,7 @@ pub const FRONT_CALL_OUTCOMES: &[&str] =
 /// waiting before the event could start; it never started).
 pub const REFUSAL_REASONS: &[&str] = &[
     "no_such_app",
+    "suspended",
     "no_such_class",
     "invalid_name",
     "internal",

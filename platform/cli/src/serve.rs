@@ -1,0 +1,208 @@
+//! `wasmkeep serve`: the hosted service on one node. Tenants sign up and
+//! deploy through the provisioning API; the public port reaches each
+//! tenant's app by host name; everything persists in the data directory.
+
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmkeep_actors::{Node, NodeConfig};
+use wasmkeep_core::egress::EgressPolicy;
+use wasmkeep_core::host::BaseDomain;
+use wasmkeep_core::{AppName, AppRef, TenantId};
+use wasmkeep_edge::{AppRouting, PublicPort};
+use wasmkeep_storage::{SqliteStore, Store, TokenRecord, ValueKey};
+use wasmkeep_tenants::api::{RateLimits, Service};
+use wasmkeep_tenants::plans::Plans;
+use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
+
+use crate::config;
+use crate::serve_config::{ServeArgs, ServeConfig};
+
+/// A secret of the data directory: read when there, else generated and
+/// written readable by its owner only.
+pub(crate) fn secret_file(path: &Path, make: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let mode = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.permissions().mode();
+            if mode & 0o077 != 0 {
+                return Err(format!("{}: readable by others (mode {:o}); chmod 600 it", path.display(), mode & 0o777));
+            }
+            Ok(bytes)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let bytes = make();
+            write_private(path, &bytes)?;
+            Ok(bytes)
+        }
+        Err(e) => Err(format!("{}: cannot read: {e}", path.display())),
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// The data directory, made (owner only) if missing.
+fn data_dir(path: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("{}: cannot restrict: {e}", path.display()))?;
+    Ok(path.to_path_buf())
+}
+
+/// The operator's token: made on first start into `DATA/operator-token`,
+/// and registered (again) if the store lacks it.
+async fn operator_token(store: &dyn Store, pepper: &Pepper, data: &Path) -> Result<PathBuf, String> {
+    let path = data.join("operator-token");
+    let text = secret_file(&path, || format!("{}\n", Secret::generate().as_str()).into_bytes())?;
+    let secret = String::from_utf8(text).map_err(|_| format!("{}: not a token", path.display()))?;
+    let hash = TokenHash::hash(pepper, secret.trim()).to_hex();
+    if store.token_by_hash(&hash).await.map_err(|e| e.to_string())?.is_none() {
+        let record = TokenRecord {
+            id: "tok_operator".into(),
+            tenant: None,
+            scope: Scope::Admin.as_str().into(),
+            hash,
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        };
+        // A token file replaced by hand replaces the registered one.
+        store.revoke_token(None, &record.id).await.map_err(|e| e.to_string())?;
+        store.add_token(&record).await.map_err(|e| e.to_string())?;
+    }
+    Ok(path)
+}
+
+/// Brings the store's tenants (plans, suspensions) and apps onto the node.
+async fn restore(node: &Node, store: &dyn Store, plans: &Plans) -> Result<usize, String> {
+    for tenant in store.tenants().await.map_err(|e| e.to_string())? {
+        let Ok(id) = TenantId::parse(&tenant.id) else { continue };
+        match plans.get(&tenant.plan) {
+            Some(plan) => node.set_tenant_limits(&id, Some(plan.limits(node.limits()))),
+            None => tracing::warn!(tenant = %id, plan = %tenant.plan, "no such plan; the node's limits apply"),
+        }
+        node.set_suspended(&id, tenant.suspended);
+    }
+    let apps = store.all_apps().await.map_err(|e| e.to_string())?;
+    for app in &apps {
+        let (Ok(tenant), Ok(name)) = (TenantId::parse(&app.tenant), AppName::parse(&app.name)) else { continue };
+        let reference = AppRef { id: app.id, tenant, name };
+        let shown = reference.to_string();
+        node.restore(reference).await.map_err(|e| format!("loading {shown}: {e}"))?;
+    }
+    Ok(apps.len())
+}
+
+/// Ends on SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+pub async fn run(args: ServeArgs) -> Result<(), String> {
+    let cfg = ServeConfig::load(&args)?;
+    let limits = config::limits(cfg.limits.as_deref())?;
+    let base_domain = BaseDomain::parse(&cfg.base_domain).map_err(|e| format!("base_domain: {e}"))?;
+    let plans = Plans::load(cfg.plans_dir(), &cfg.default_plan)?;
+    let signup = cfg.signup_mode();
+    if signup == wasmkeep_tenants::api::SignupMode::Key && cfg.signup_key.as_deref().is_none_or(str::is_empty) {
+        return Err("signup = \"key\" needs a signup_key (in the configuration or WASMKEEP_SIGNUP_KEY)".into());
+    }
+    let data = data_dir(&cfg.data)?;
+    let pepper = Pepper::from_bytes(&secret_file(&data.join("pepper"), || Pepper::generate().as_bytes().to_vec())?)
+        .map_err(|e| format!("{}: {e}", data.join("pepper").display()))?;
+    let value_key = match &cfg.value_key {
+        Some(hex_key) => hex::decode(hex_key.trim()).ok().and_then(|b| ValueKey::from_bytes(&b).ok()),
+        None => {
+            ValueKey::from_bytes(&secret_file(&data.join("value-key"), || ValueKey::generate().as_bytes().to_vec())?)
+                .ok()
+        }
+    }
+    .ok_or("value_key: expected 64 hex digits (32 bytes)")?;
+    let store_path = data.join("store.db");
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&store_path).map_err(|e| format!("{}: {e}", store_path.display()))?);
+    let token_path = operator_token(&*store, &pepper, &data).await?;
+
+    let node = Node::new(
+        NodeConfig {
+            id: "serve".into(),
+            limits,
+            cache_dir: Some(data.join("cache")),
+            egress: EgressPolicy::Public { allowed_hosts: None },
+            values: Arc::new(value_key),
+        },
+        store.clone(),
+    )
+    .map_err(|e| format!("starting the node: {e}"))?;
+    let apps = restore(&node, &*store, &plans).await?;
+
+    let public =
+        tokio::net::TcpListener::bind(cfg.listen).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    let public_addr = public.local_addr().map_err(|e| e.to_string())?;
+    let api = tokio::net::TcpListener::bind(cfg.api_listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
+    let api_addr = api.local_addr().map_err(|e| e.to_string())?;
+    if let Some(addr) = cfg.metrics_listen {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("wasmkeep: metrics on http://{addr}/metrics");
+        let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(node.clone())];
+        tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+    }
+
+    let service = Arc::new(Service {
+        node: node.clone(),
+        store,
+        plans,
+        default_plan: cfg.default_plan.clone(),
+        signup,
+        signup_key: cfg.signup_key.as_deref().map(|k| TokenHash::hash(&pepper, k)),
+        pepper,
+        base_domain: base_domain.clone(),
+        public_scheme: "http".into(),
+        public_port: Some(public_addr.port()).filter(|p| *p != 80),
+        limits: RateLimits::new(cfg.rates),
+    });
+    let forget = service.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            forget.limits.forget_idle();
+        }
+    });
+
+    eprintln!("wasmkeep: serving {apps} apps on http://{public_addr} as <app>.<tenant>.{base_domain}");
+    eprintln!("wasmkeep: provisioning API on http://{api_addr}/v1 (sign-up: {signup:?})");
+    eprintln!("wasmkeep: the operator's token is in {}", token_path.display());
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let api_task = tokio::spawn(wasmkeep_tenants::api::serve(api, service, stopped(stop_rx.clone())));
+    tokio::spawn(async move {
+        stop_signal().await;
+        eprintln!("wasmkeep: stopping");
+        let _ = stop_tx.send(true);
+    });
+    let port = PublicPort::new(node, AppRouting::ByHost(base_domain));
+    wasmkeep_edge::serve(public, port, stopped(stop_rx)).await.map_err(|e| format!("serving: {e}"))?;
+    let _ = api_task.await;
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! `wasmkeep serve`'s configuration: defaults, then `--config FILE`
+//! (TOML), then `WASMKEEP_*` environment variables, then flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use wasmkeep_tenants::api::SignupMode;
+use wasmkeep_tenants::api::limits::RateSettings;
+
+/// Everything `serve` is configured by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The apps' public port.
+    pub listen: SocketAddr,
+    /// The provisioning API.
+    pub api_listen: SocketAddr,
+    /// `/metrics` and `/healthz`; none unless given.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The data directory: the store, compiled components, the server's
+    /// keys and the operator's token.
+    pub data: PathBuf,
+    /// Apps are reached at `<app>.<tenant>.<base_domain>`.
+    pub base_domain: String,
+    /// The directory of plan files.
+    pub plans: PathBuf,
+    /// The plan a tenant signs up on.
+    pub default_plan: String,
+    /// `open`, `key` or `closed`; unset: `open` when the API listens on
+    /// loopback only, else `key`.
+    pub signup: Option<SignupMode>,
+    /// The sign-up key of `key` mode.
+    pub signup_key: Option<String>,
+    /// The values' sealing key, 64 hex digits; unset: generated into
+    /// `DATA/value-key` on first start.
+    pub value_key: Option<String>,
+    /// A TOML file of node limits over `policies/limits.toml`'s.
+    pub limits: Option<PathBuf>,
+    /// The API's per-address rates.
+    pub rates: RateSettings,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            listen: ([127, 0, 0, 1], 8080).into(),
+            api_listen: ([127, 0, 0, 1], 8081).into(),
+            metrics_listen: None,
+            data: "wasmkeep-data".into(),
+            base_domain: "localhost".into(),
+            plans: "policies/plans".into(),
+            default_plan: "free".into(),
+            signup: None,
+            signup_key: None,
+            value_key: None,
+            limits: None,
+            rates: RateSettings::default(),
+        }
+    }
+}
+
+/// The settings that come from the environment: `WASMKEEP_<NAME>`. Other
+/// `WASMKEEP_*` variables (`WASMKEEP_LOG`, the CLI's `WASMKEEP_API`) are
+/// not the server's.
+const FROM_ENV: &[&str] = &[
+    "listen",
+    "api_listen",
+    "metrics_listen",
+    "data",
+    "base_domain",
+    "plans",
+    "default_plan",
+    "signup",
+    "signup_key",
+    "value_key",
+    "limits",
+];
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// A TOML file of settings (ops/serve.toml is a sample).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the apps' public port listens [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Where the provisioning API listens [default: 127.0.0.1:8081].
+    #[arg(long, value_name = "ADDR")]
+    pub api_listen: Option<SocketAddr>,
+    /// Where `/metrics` and `/healthz` are served [default: nowhere].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The data directory [default: ./wasmkeep-data].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Apps answer at <app>.<tenant>.<base domain> [default: localhost].
+    #[arg(long, value_name = "DOMAIN")]
+    pub base_domain: Option<String>,
+    /// The directory of plan files [default: policies/plans].
+    #[arg(long, value_name = "DIR")]
+    pub plans: Option<PathBuf>,
+    /// The plan of a new tenant [default: free].
+    #[arg(long, value_name = "PLAN")]
+    pub default_plan: Option<String>,
+    /// Who may sign up: open, key or closed [default: open on a loopback API, else key].
+    #[arg(long, value_name = "MODE")]
+    pub signup: Option<String>,
+    /// A TOML file of node limits over policies/limits.toml's.
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
+}
+
+impl ServeConfig {
+    /// The configuration in force, checked. Errors are one line.
+    pub fn load(args: &ServeArgs) -> Result<Self, String> {
+        let mut figment = Figment::from(Serialized::defaults(ServeConfig::default()));
+        if let Some(file) = &args.config {
+            if !file.is_file() {
+                return Err(format!("{}: no such configuration file", file.display()));
+            }
+            figment = figment.merge(Toml::file(file));
+        }
+        figment = figment.merge(Env::prefixed("WASMKEEP_").only(FROM_ENV));
+        let flags = [
+            ("listen", args.listen.map(|a| a.to_string())),
+            ("api_listen", args.api_listen.map(|a| a.to_string())),
+            ("metrics_listen", args.metrics_listen.map(|a| a.to_string())),
+            ("data", args.data.as_ref().map(|p| p.display().to_string())),
+            ("base_domain", args.base_domain.clone()),
+            ("plans", args.plans.as_ref().map(|p| p.display().to_string())),
+            ("default_plan", args.default_plan.clone()),
+            ("signup", args.signup.clone()),
+            ("limits", args.limits.as_ref().map(|p| p.display().to_string())),
+        ];
+        for (name, value) in flags {
+            if let Some(value) = value {
+                figment = figment.merge(Serialized::default(name, value));
+            }
+        }
+        let config: ServeConfig =
+            figment.extract().map_err(|e| format!("configuration: {}", e.to_string().lines().next().unwrap_or("")))?;
+        Ok(config)
+    }
+
+    /// The sign-up mode in force: as set, or by where the API listens.
+    pub fn signup_mode(&self) -> SignupMode {
+        self.signup.unwrap_or(if self.api_listen.ip().is_loopback() { SignupMode::Open } else { SignupMode::Key })
+    }
+
+    /// Where the plans are, relative paths against the working directory.
+    pub fn plans_dir(&self) -> &Path {
+        &self.plans
+    }
+}
+
+#[cfg(test)]
+// figment's `Jail` closures answer its (large) error type.
+#[allow(clippy::result_large_err)]
+mod tests {
+    use super::*;
+
+    fn args() -> ServeArgs {
+        ServeArgs {
+            config: None,
+            listen: None,
+            api_listen: None,
+            metrics_listen: None,
+            data: None,
+            base_domain: None,
+            plans: None,
+            default_plan: None,
+            signup: None,
+            limits: None,
+        }
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(ServeConfig::load(&args()).unwrap(), ServeConfig::default());
+            jail.create_file(
+                "serve.toml",
+                "listen = \"0.0.0.0:80\"\nbase_domain = \"apps.example.com\"\ndata = \"/var/lib/x\"\n[rates]\nsignups_per_hour = 3\nauth_failures_per_minute = 5\n",
+            )?;
+            jail.set_env("WASMKEEP_BASE_DOMAIN", "env.example.com");
+            // Not the server's: ignored, not refused.
+            jail.set_env("WASMKEEP_LOG", "debug");
+            jail.set_env("WASMKEEP_TOKEN", "wk_x");
+            let mut a = args();
+            a.config = Some("serve.toml".into());
+            a.data = Some("/flag".into());
+            let c = ServeConfig::load(&a).unwrap();
+            assert_eq!(c.listen, "0.0.0.0:80".parse().unwrap());
+            assert_eq!(c.base_domain, "env.example.com");
+            assert_eq!(c.data, PathBuf::from("/flag"));
+            assert_eq!(c.rates.signups_per_hour, 3);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn signup_mode_follows_the_api_address() {
+        let mut c = ServeConfig::default();
+        assert_eq!(c.signup_mode(), SignupMode::Open);
+        c.api_listen = "0.0.0.0:8081".parse().unwrap();
+        assert_eq!(c.signup_mode(), SignupMode::Key);
+        c.signup = Some(SignupMode::Closed);
+        assert_eq!(c.signup_mode(), SignupMode::Closed);
+    }
+
+    #[test]
+    fn mistakes_are_one_line() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("bad.toml", "listen = \"nowhere\"\n")?;
+            let mut a = args();
+            a.config = Some("bad.toml".into());
+            let e = ServeConfig::load(&a).unwrap_err();
+            assert!(e.starts_with("configuration: ") && !e.contains('\n'), "{e}");
+            let mut a = args();
+            a.signup = Some("sometimes".into());
+            assert!(ServeConfig::load(&a).unwrap_err().contains("signup"));
+            a.config = Some("missing.toml".into());
+            assert!(ServeConfig::load(&a).unwrap_err().contains("no such configuration file"));
+            jail.create_file("unknown.toml", "lisen = \"x\"\n")?;
+            let mut a = args();
+            a.config = Some("unknown.toml".into());
+            assert!(ServeConfig::load(&a).unwrap_err().contains("lisen"));
+            Ok(())
+        });
+    }
+}

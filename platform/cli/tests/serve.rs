@@ -1,0 +1,623 @@
+//! `wasmkeep serve` attacked as a hosted service is: the real binary, real
+//! tokens over real sockets, real uploads of real components.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use wasmkeep_tests::guests;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A running `wasmkeep serve`, killed when dropped.
+struct Serve {
+    child: Child,
+    api: String,
+    public: SocketAddr,
+    data: PathBuf,
+    /// Everything it logged so far.
+    log: Arc<Mutex<String>>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    fn start(data: &Path, extra: &[&str]) -> Self {
+        let api_listen: &[&str] = if extra.contains(&"--api-listen") { &[] } else { &["--api-listen", "127.0.0.1:0"] };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(api_listen)
+            .arg("--data")
+            .arg(data)
+            .arg("--plans")
+            .arg(repo().join("policies/plans"))
+            .args(extra)
+            .env("WASMKEEP_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (mut api, mut public) = (None, None);
+        while api.is_none() || public.is_none() {
+            let line = lines.next().expect("wasmkeep serve ended before serving").unwrap();
+            eprintln!("{line}");
+            log.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(rest) = line.strip_prefix("wasmkeep: provisioning API on ") {
+                api = Some(rest.split_whitespace().next().unwrap().trim_end_matches("/v1").to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("wasmkeep: serving ") {
+                let addr = rest.split("http://").nth(1).unwrap().split_whitespace().next().unwrap();
+                public = Some(addr.parse().unwrap());
+            }
+        }
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Self { child, api: api.unwrap(), public: public.unwrap(), data: data.to_path_buf(), log }
+    }
+
+    /// Stops it and starts it again on the same data and API address (a
+    /// client's saved login names the API by its URL).
+    fn restart(self) -> Self {
+        let (data, api) = (self.data.clone(), self.api.trim_start_matches("http://").to_owned());
+        self.stop();
+        Self::start(&data, &["--api-listen", &api])
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn operator_token(&self) -> String {
+        std::fs::read_to_string(self.data.join("operator-token")).unwrap().trim().to_owned()
+    }
+
+    /// An API request: its status, its JSON (or Null) and its raw text.
+    async fn api(&self, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+        let (status, text) = self.api_raw(method, path, token, body.map(|b| b.to_string().into_bytes())).await;
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn api_raw(&self, method: &str, path: &str, token: Option<&str>, body: Option<Vec<u8>>) -> (u16, String) {
+        let client = reqwest::Client::new();
+        let mut req = client.request(method.parse().unwrap(), format!("{}{path}", self.api));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.body(body);
+        }
+        let r = req.timeout(Duration::from_secs(60)).send().await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        RESPONSES.lock().unwrap().push_str(&text);
+        (status, text)
+    }
+
+    /// A request to the public port for `host`.
+    async fn public(&self, host: &str, path: &str) -> (u16, String) {
+        let r = reqwest::Client::new()
+            .get(format!("http://{}{path}", self.public))
+            .header("host", host)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+/// Every API answer any test read, to search for secrets in.
+static RESPONSES: Mutex<String> = Mutex::new(String::new());
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A bundle: the probe as class `probe` (open), the hello front.
+fn bundle() -> Vec<u8> {
+    let g = guests();
+    json!({
+        "manifest": {"front": "web", "classes": {"probe": {"access": "open", "component": "probe"}}},
+        "components": {"web": b64(&g.hello_front), "probe": b64(&g.probe)},
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Counts one more on probe actor `name` of the app at `host`.
+async fn count(s: &Serve, host: &str, name: &str) -> i64 {
+    let (status, text) = s.public(host, &format!("/actor/probe/{name}/count")).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str::<Value>(&text).unwrap()["count"].as_i64().unwrap()
+}
+
+async fn signup(s: &Serve, name: &str) -> String {
+    let (status, body) = s.api("POST", "/v1/tenants", None, Some(json!({"name": name}))).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["tenant"], name);
+    body["token"].as_str().unwrap().to_owned()
+}
+
+/// Creates app `app`, uploads the bundle and activates it.
+async fn deploy(s: &Serve, token: &str, app: &str) {
+    assert_eq!(s.api("PUT", &format!("/v1/apps/{app}"), Some(token), None).await.0, 201);
+    let (status, text) = s.api_raw("POST", &format!("/v1/apps/{app}/versions"), Some(token), Some(bundle())).await;
+    assert_eq!(status, 201, "{text}");
+    let version: Value = serde_json::from_str(&text).unwrap();
+    let n = version["version"].as_i64().unwrap();
+    let (status, body) = s.api("POST", &format!("/v1/apps/{app}/versions/{n}/activate"), Some(token), None).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn signup_tokens_and_scopes() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let admin = signup(&s, "acme").await;
+    assert!(admin.starts_with("wk_") && admin.len() >= 3 + 22, "{admin}");
+    let (status, body) = s.api("POST", "/v1/tenants", None, Some(json!({"name": "acme"}))).await;
+    assert_eq!((status, body["error"].as_str().unwrap()), (409, "tenant name `acme` is taken"));
+    for bad in ["Acme", "9lives", "", "a.b", "_host"] {
+        let (status, body) = s.api("POST", "/v1/tenants", None, Some(json!({"name": bad}))).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body["error"].as_str().unwrap().starts_with("name: "), "{body}");
+    }
+    // A sign-up may not choose its plan.
+    let (status, _) = s.api("POST", "/v1/tenants", None, Some(json!({"name": "cheap", "plan": "pro"}))).await;
+    assert_eq!(status, 403);
+
+    // No token, a malformed one, an unknown one.
+    assert_eq!(s.api("GET", "/v1/apps", None, None).await.0, 401);
+    assert_eq!(s.api("GET", "/v1/apps", Some("not-a-token"), None).await.0, 401);
+    assert_eq!(s.api("GET", "/v1/apps", Some(&format!("wk_{}", "A".repeat(43))), None).await.0, 401);
+
+    // A read token reads and does nothing else.
+    let (status, made) = s.api("POST", "/v1/tokens", Some(&admin), Some(json!({"scope": "read"}))).await;
+    assert_eq!(status, 201, "{made}");
+    let read = made["token"].as_str().unwrap().to_owned();
+    deploy(&s, &admin, "shop").await;
+    assert_eq!(s.api("GET", "/v1/apps", Some(&read), None).await.0, 200);
+    assert_eq!(s.api("GET", "/v1/apps/shop/versions", Some(&read), None).await.0, 200);
+    for (method, path) in [
+        ("PUT", "/v1/apps/other"),
+        ("POST", "/v1/apps/shop/versions"),
+        ("POST", "/v1/apps/shop/versions/1/activate"),
+        ("PUT", "/v1/apps/shop/values/K"),
+        ("DELETE", "/v1/apps/shop/values/K"),
+        ("DELETE", "/v1/apps/shop"),
+        ("POST", "/v1/tokens"),
+        ("GET", "/v1/tokens"),
+    ] {
+        let (status, body) = s.api(method, path, Some(&read), Some(json!({"scope": "admin"}))).await;
+        assert_eq!(status, 403, "{method} {path}: {body}");
+        assert!(body["error"].as_str().unwrap().contains("scope is `read`"), "{body}");
+    }
+    // A deploy token deploys but does not manage tokens or delete apps.
+    let (_, made) = s.api("POST", "/v1/tokens", Some(&admin), Some(json!({"scope": "deploy"}))).await;
+    let deployer = made["token"].as_str().unwrap().to_owned();
+    assert_eq!(s.api("PUT", "/v1/apps/shop/values/K", Some(&deployer), None).await.0, 204);
+    assert_eq!(s.api("DELETE", "/v1/apps/shop", Some(&deployer), None).await.0, 403);
+    assert_eq!(s.api("POST", "/v1/tokens", Some(&deployer), Some(json!({"scope": "admin"}))).await.0, 403);
+
+    // Listing tokens never shows a secret; revoking takes effect at once.
+    let (status, listed) = s.api("GET", "/v1/tokens", Some(&admin), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["tokens"].as_array().unwrap().len(), 3);
+    assert!(!listed.to_string().contains("wk_"), "{listed}");
+    let id = made["id"].as_str().unwrap();
+    assert_eq!(s.api("DELETE", &format!("/v1/tokens/{id}"), Some(&admin), None).await.0, 204);
+    let (status, body) = s.api("GET", "/v1/apps", Some(&deployer), None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(s.api("DELETE", &format!("/v1/tokens/{id}"), Some(&admin), None).await.0, 404);
+    let (status, body) = s.api("POST", "/v1/tokens", Some(&admin), Some(json!({"scope": "root"}))).await;
+    assert_eq!(status, 400, "{body}");
+}
+
+#[tokio::test]
+async fn tenants_are_kept_apart() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let a = signup(&s, "alpha").await;
+    let b = signup(&s, "beta").await;
+    deploy(&s, &a, "shop").await;
+    assert_eq!(s.api("PUT", "/v1/apps/shop/values/K", Some(&a), None).await.0, 204);
+
+    // Every route of alpha's app, with beta's admin token: 404, as for an
+    // app nobody has, never 403.
+    let nobody: Vec<_> = [
+        ("GET", "/v1/apps/{app}"),
+        ("DELETE", "/v1/apps/{app}"),
+        ("POST", "/v1/apps/{app}/versions"),
+        ("GET", "/v1/apps/{app}/versions"),
+        ("POST", "/v1/apps/{app}/versions/1/activate"),
+        ("GET", "/v1/apps/{app}/values"),
+        ("PUT", "/v1/apps/{app}/values/K"),
+        ("DELETE", "/v1/apps/{app}/values/K"),
+    ]
+    .into_iter()
+    .collect();
+    for (method, route) in &nobody {
+        for app in ["shop", "never"] {
+            let path = route.replace("{app}", app);
+            let (status, body) = s.api(method, &path, Some(&b), None).await;
+            assert_eq!((status, body["error"].as_str()), (404, Some("no such app")), "{method} {path}");
+        }
+    }
+    // beta sees none of it, and alpha's app is whole.
+    assert_eq!(s.api("GET", "/v1/apps", Some(&b), None).await.1["apps"], json!([]));
+    assert_eq!(s.api("GET", "/v1/apps/shop/values", Some(&a), None).await.1["values"], json!(["K"]));
+    // beta may have an app of the same name: its own.
+    assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&b), None).await.0, 201);
+
+    // The public port: by host name only.
+    assert_eq!(s.public("shop.alpha.localhost", "/").await, (200, "hello".into()));
+    assert_eq!(s.public("shop.alpha.localhost:8080", "/actor/probe/x/count").await.0, 200);
+    // beta's shop has no version yet: nothing of alpha's answers there.
+    assert_eq!(s.public("shop.beta.localhost", "/actor/probe/x/count").await.0, 404);
+    assert_eq!(s.public("shop.gamma.localhost", "/").await.0, 404);
+    assert_eq!(s.public("localhost", "/").await.0, 404);
+    assert_eq!(s.public("alpha.localhost", "/").await.0, 404);
+
+    // Confusion aimed at alpha's app from beta's host name.
+    let raw = |request: String| {
+        let mut stream = TcpStream::connect(s.public).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    };
+    // An absolute-form target wins over Host (RFC 9112 §3.2.2).
+    let answer = raw(
+        "GET http://shop.beta.localhost/actor/probe/x/count HTTP/1.1\r\nHost: shop.alpha.localhost\r\nConnection: close\r\n\r\n"
+            .into(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let answer = raw(
+        "GET http://shop.alpha.localhost/actor/probe/x/count HTTP/1.1\r\nHost: shop.beta.localhost\r\nConnection: close\r\n\r\n"
+            .into(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // X-Forwarded-Host is never trusted; forged range headers are dropped.
+    let answer = raw(
+        "GET /actor/probe/x/whoami HTTP/1.1\r\nHost: shop.beta.localhost\r\nX-Forwarded-Host: shop.alpha.localhost\r\nConnection: close\r\n\r\n"
+            .into(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let answer = raw(
+        "GET /actor/probe/x/whoami HTTP/1.1\r\nHost: shop.alpha.localhost\r\nx-wasmkeep-app: beta/shop\r\nx-wasmkeep-caller: beta/shop/probe/x\r\nConnection: close\r\n\r\n"
+            .into(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body = answer.split("\r\n\r\n").nth(1).unwrap();
+    assert!(!body.contains("beta"), "{body}");
+    // Two Host headers: refused, whichever names what.
+    let answer =
+        raw("GET / HTTP/1.1\r\nHost: shop.alpha.localhost\r\nHost: shop.beta.localhost\r\nConnection: close\r\n\r\n"
+            .into());
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+}
+
+#[tokio::test]
+async fn uploads_are_checked_before_anything_is_stored() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let t = signup(&s, "acme").await;
+    assert_eq!(s.api("PUT", "/v1/apps/app", Some(&t), None).await.0, 201);
+    let upload = |manifest: Value, components: Value| {
+        json!({"manifest": manifest, "components": components}).to_string().into_bytes()
+    };
+    let g = guests();
+    let cases = [
+        // A core module, not a component.
+        (upload(json!({"front": "m"}), json!({"m": b64(b"\0asm\x01\0\0\0")})), "front: not a valid component"),
+        // An actor as the front: it imports what a front's host lacks.
+        (upload(json!({"front": "p"}), json!({"p": b64(&g.probe)})), "front: component imports `wasmkeep:actor/"),
+        // A front as an actor class: not the actor's world.
+        (
+            upload(json!({"classes": {"c": {"access": "open", "component": "f"}}}), json!({"f": b64(&g.hello_front)})),
+            "class c: component does not export",
+        ),
+        // The manifest names a component the bundle lacks.
+        (
+            upload(json!({"classes": {"cart": {"access": "open", "component": "cart"}}}), json!({})),
+            "manifest: class `cart` names component `cart`, which the bundle does not hold",
+        ),
+        (b"{not json".to_vec(), "bundle: "),
+    ];
+    for (body, expected) in cases {
+        let (status, text) = s.api_raw("POST", "/v1/apps/app/versions", Some(&t), Some(body)).await;
+        let error = serde_json::from_str::<Value>(&text).unwrap()["error"].as_str().unwrap().to_owned();
+        assert_eq!(status, 400, "{text}");
+        assert!(error.starts_with(expected), "{error} (expected {expected})");
+        assert!(!error.contains('\n'));
+    }
+    // Nothing of them was kept.
+    assert_eq!(s.api("GET", "/v1/apps/app/versions", Some(&t), None).await.1["versions"], json!([]));
+
+    // Ten times the free plan's 32 MiB: refused at its declared length,
+    // before a byte of it is read.
+    let mut stream = TcpStream::connect(s.api.trim_start_matches("http://")).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST /v1/apps/app/versions HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer {t}\r\nContent-Length: {}\r\n\r\n",
+        320u64 << 20
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = vec![0; 4096];
+    let n = stream.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("the upload is over 33554432 bytes"), "{answer}");
+    // Streamed without a length: cut at the limit, the answer read while
+    // the client still sends.
+    let mut stream = TcpStream::connect(s.api.trim_start_matches("http://")).unwrap();
+    let head = format!(
+        "POST /v1/apps/app/versions HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer {t}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut reader = stream.try_clone().unwrap();
+    reader.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let answer = std::thread::spawn(move || {
+        let mut answer = vec![0; 4096];
+        let n = reader.read(&mut answer).unwrap_or(0);
+        String::from_utf8_lossy(&answer[..n]).into_owned()
+    });
+    let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, " ".repeat(1 << 20));
+    for _ in 0..40 {
+        if stream.write_all(chunk.as_bytes()).is_err() {
+            break;
+        }
+    }
+    let answer = answer.join().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(s.api("GET", "/v1/apps/app/versions", Some(&t), None).await.1["versions"], json!([]));
+}
+
+#[tokio::test]
+async fn values_are_never_in_clear_and_everything_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    let secret = format!("s3cr3t-{}", std::process::id());
+    let (status, _) = s.api_raw("PUT", "/v1/apps/shop/values/TOKEN", Some(&t), Some(secret.clone().into_bytes())).await;
+    assert_eq!(status, 204);
+    // The guest reads it; the API never answers it.
+    assert_eq!(s.public("shop.acme.localhost", "/actor/probe/v/value?name=TOKEN").await, (200, secret.clone()));
+    for path in ["/v1/apps/shop/values", "/v1/apps", "/v1/apps/shop", "/v1/apps/shop/versions", "/v1/tokens"] {
+        assert_eq!(s.api("GET", path, Some(&t), None).await.0, 200);
+    }
+    assert_eq!(s.api("GET", "/v1/apps/shop/values", Some(&t), None).await.1["values"], json!(["TOKEN"]));
+    // Too large, or not text: refused without echoing it.
+    let (status, text) = s.api_raw("PUT", "/v1/apps/shop/values/BIG", Some(&t), Some(vec![b'x'; 65 * 1024])).await;
+    assert_eq!(status, 413, "{text}");
+    let (status, _) = s.api_raw("PUT", "/v1/apps/shop/values/BIN", Some(&t), Some(vec![0xff, 0xfe])).await;
+    assert_eq!(status, 400);
+    for _ in 0..3 {
+        assert_eq!(s.public("shop.acme.localhost", "/actor/probe/c/count").await.0, 200);
+    }
+    let log = s.log.lock().unwrap().clone();
+    s.stop();
+
+    assert!(!RESPONSES.lock().unwrap().contains(&secret), "an API answer held the value");
+    assert!(!log.contains(&secret), "the log held the value");
+    for entry in std::fs::read_dir(data.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{} held the value", path.display());
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in ["operator-token", "pepper", "value-key"] {
+            let mode = std::fs::metadata(data.path().join(file)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
+    }
+
+    // Restarted: tenants, tokens, apps, versions, values and counts.
+    let s = Serve::start(data.path(), &[]);
+    let (status, apps) = s.api("GET", "/v1/apps", Some(&t), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(apps["apps"][0]["app"], "shop");
+    assert_eq!(apps["apps"][0]["active_version"], 1);
+    assert_eq!(s.api("GET", "/v1/apps/shop/versions", Some(&t), None).await.1["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(s.public("shop.acme.localhost", "/actor/probe/v/value?name=TOKEN").await, (200, secret.clone()));
+    assert_eq!(count(&s, "shop.acme.localhost", "c").await, 4);
+    assert_eq!(s.api("POST", "/v1/tenants", None, Some(json!({"name": "acme"}))).await.0, 409);
+}
+
+#[tokio::test]
+async fn the_operator_lists_suspends_and_resumes() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &["--signup", "closed"]);
+    let operator = s.operator_token();
+    // Closed: only the operator makes tenants.
+    let (status, body) = s.api("POST", "/v1/tenants", None, Some(json!({"name": "acme"}))).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, made) =
+        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "acme", "plan": "pro"}))).await;
+    assert_eq!(status, 201, "{made}");
+    let t = made["token"].as_str().unwrap().to_owned();
+    deploy(&s, &t, "shop").await;
+    // A tenant's token on an operator's route, and the other way round.
+    assert_eq!(s.api("GET", "/v1/tenants", Some(&t), None).await.0, 403);
+    assert_eq!(s.api("POST", "/v1/tenants", Some(&t), Some(json!({"name": "other"}))).await.0, 403);
+    assert_eq!(s.api("GET", "/v1/apps", Some(&operator), None).await.0, 403);
+    let (status, listed) = s.api("GET", "/v1/tenants", Some(&operator), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["tenants"][0]["plan"], "pro");
+
+    assert_eq!(s.public("shop.acme.localhost", "/").await.0, 200);
+    assert_eq!(s.api("POST", "/v1/tenants/acme/suspend", Some(&operator), None).await.0, 200);
+    let (status, text) = s.public("shop.acme.localhost", "/actor/probe/x/count").await;
+    assert_eq!((status, text.as_str()), (503, "this app's account is suspended\n"));
+    // Suspended, it reads and changes nothing.
+    assert_eq!(s.api("GET", "/v1/apps", Some(&t), None).await.0, 200);
+    let (status, body) = s.api("PUT", "/v1/apps/other", Some(&t), None).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("suspended"));
+    assert_eq!(s.api("POST", "/v1/tenants/acme/resume", Some(&operator), None).await.0, 200);
+    assert_eq!(count(&s, "shop.acme.localhost", "x").await, 1);
+    let (status, body) = s.api("PUT", "/v1/tenants/acme/plan", Some(&operator), Some(json!({"plan": "gold"}))).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("no plan `gold`")));
+    assert_eq!(s.api("PUT", "/v1/tenants/nobody/plan", Some(&operator), Some(json!({"plan": "free"}))).await.0, 404);
+    let (status, body) = s.api("PUT", "/v1/tenants/acme/plan", Some(&operator), Some(json!({"plan": "free"}))).await;
+    assert_eq!((status, body["plan"].as_str()), (200, Some("free")));
+}
+
+#[tokio::test]
+async fn signups_and_failed_authentications_are_rate_limited() {
+    let data = tempfile::tempdir().unwrap();
+    let config = data.path().join("serve.toml");
+    std::fs::write(&config, "[rates]\nsignups_per_hour = 2\nauth_failures_per_minute = 3\n").unwrap();
+    let s = Serve::start(&data.path().join("data"), &["--config", config.to_str().unwrap()]);
+    signup(&s, "one").await;
+    signup(&s, "two").await;
+    let (status, body) = s.api("POST", "/v1/tenants", None, Some(json!({"name": "three"}))).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body["error"].as_str().unwrap().starts_with("too many sign-ups from this address"));
+
+    let bad = format!("wk_{}", "B".repeat(43));
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(s.api("GET", "/v1/apps", Some(&bad), None).await.0);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429, 429]);
+    let r = reqwest::Client::new().get(format!("{}/v1/apps", s.api)).bearer_auth(&bad).send().await.unwrap();
+    assert!(r.headers().get("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn the_api_document_and_unknown_routes() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let (status, text) = s.api_raw("GET", "/v1/openapi.yaml", None, None).await;
+    assert_eq!(status, 200);
+    assert!(text.starts_with("openapi: 3.1"), "{}", &text[..text.len().min(80)]);
+    let (status, body) = s.api("GET", "/v1/nothing", None, None).await;
+    assert_eq!(status, 404);
+    assert!(body["error"].as_str().unwrap().contains("openapi.yaml"));
+}
+
+/// Runs the CLI against `s` with its own config directory; answers its
+/// exit success, standard output and standard error.
+fn cli(s: &Serve, config: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        .args(args)
+        .env("WASMKEEP_API", &s.api)
+        .env("WASMKEEP_CONFIG_DIR", config)
+        .env_remove("WASMKEEP_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    eprintln!("wasmkeep {}: {stderr}", args.join(" "));
+    (out.status.success(), stdout, stderr)
+}
+
+#[tokio::test]
+async fn two_tenants_sign_up_and_deploy_with_the_cli_and_everything_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let (alpha, beta) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let s = Serve::start(data.path(), &[]);
+    let examples = repo().join("docs/examples");
+    let example = |name: &str| examples.join(name).display().to_string();
+
+    let (ok, out, _) = cli(&s, alpha.path(), &["signup", "alpha"], None);
+    assert!(ok);
+    assert!(out.lines().last().unwrap().starts_with("wk_"), "{out}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(alpha.path().join("credentials.toml")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert!(cli(&s, beta.path(), &["signup", "beta"], None).0);
+    let (ok, _, err) = cli(&s, beta.path(), &["signup", "alpha"], None);
+    assert!(!ok);
+    assert_eq!(err.trim(), "wasmkeep: tenant name `alpha` is taken");
+
+    let (ok, out, err) = cli(&s, alpha.path(), &["deploy", &example("counter")], None);
+    assert!(ok, "{err}");
+    let port = s.public.port();
+    assert_eq!(out.trim(), format!("http://counter.alpha.localhost:{port}/"));
+    // The chat needs its value before its rooms run.
+    let (ok, _, err) = cli(&s, alpha.path(), &["values", "set", "chat", "TOKEN_SECRET"], Some("a long secret\n"));
+    assert!(!ok && err.contains("no such app"), "{err}");
+    assert!(cli(&s, alpha.path(), &["deploy", &example("chat")], None).0);
+    assert!(cli(&s, alpha.path(), &["values", "set", "chat", "TOKEN_SECRET"], Some("a long secret\n")).0);
+    assert_eq!(cli(&s, alpha.path(), &["values", "ls", "chat"], None).1, "TOKEN_SECRET\n");
+    let (ok, _, err) = cli(&s, beta.path(), &["deploy", &example("shop")], None);
+    assert!(ok, "{err}");
+
+    let (_, apps, _) = cli(&s, alpha.path(), &["apps", "ls"], None);
+    assert_eq!(apps.lines().map(|l| l.split('\t').next().unwrap()).collect::<Vec<_>>(), ["chat", "counter"]);
+    assert_eq!(s.public("counter.alpha.localhost", "/actor/counter/a/").await, (200, "1".into()));
+    assert_eq!(s.public("counter.alpha.localhost", "/actor/counter/a/").await, (200, "2".into()));
+    assert_eq!(s.public("chat.alpha.localhost", "/").await.0, 200);
+    assert_eq!(s.public("shop.beta.localhost", "/page/ann").await.0, 200);
+    // Each tenant's apps only under its own name.
+    assert_eq!(s.public("counter.beta.localhost", "/actor/counter/a/").await.0, 404);
+    assert_eq!(s.public("shop.alpha.localhost", "/page/ann").await.0, 404);
+
+    // Tokens: a read token lists but cannot deploy; revoked, it is refused.
+    let (_, read, _) = cli(&s, alpha.path(), &["tokens", "create", "--scope", "read"], None);
+    let read = read.trim().to_owned();
+    let (ok, _, err) = cli(&s, alpha.path(), &["deploy", &example("counter"), "--token", &read], None);
+    assert!(!ok && err.contains("scope is `read`"), "{err}");
+    let (_, listed, _) = cli(&s, alpha.path(), &["tokens", "ls"], None);
+    let id = listed.lines().find(|l| l.ends_with("\tread")).unwrap().split('\t').next().unwrap().to_owned();
+    assert!(cli(&s, alpha.path(), &["tokens", "revoke", &id], None).0);
+    let (ok, _, err) = cli(&s, alpha.path(), &["apps", "ls", "--token", &read], None);
+    assert!(!ok && err.contains("not valid"), "{err}");
+
+    // Restarted: tenants, tokens, apps, versions, values, counts.
+    let s = s.restart();
+    let (ok, apps, _) = cli(&s, alpha.path(), &["apps", "ls"], None);
+    assert!(ok);
+    assert_eq!(apps.lines().count(), 2);
+    assert_eq!(s.public("counter.alpha.localhost", "/actor/counter/a/").await, (200, "3".into()));
+    assert_eq!(s.public("shop.beta.localhost", "/page/ann").await.0, 200);
+    assert_eq!(cli(&s, alpha.path(), &["values", "ls", "chat"], None).1, "TOKEN_SECRET\n");
+
+    // No API there: one line that says what to do.
+    let mut dead = Command::new(env!("CARGO_BIN_EXE_wasmkeep"));
+    let out = dead.args(["apps", "ls", "--api", "http://127.0.0.1:9", "--token", "wk_x"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach the API at http://127.0.0.1:9") && err.contains("wasmkeep serve"), "{err}");
+}
