@@ -40,6 +40,24 @@ impl Plans {
         Ok(Self { plans })
     }
 
+    /// The plans shipped in `policies/plans/`, built in: what a node run
+    /// outside the repository starts with when no plans directory is given.
+    pub fn builtin(default: &str) -> Result<Self, String> {
+        const SHIPPED: &[(&str, &str)] = &[
+            ("free", include_str!("../../policies/plans/free.toml")),
+            ("pro", include_str!("../../policies/plans/pro.toml")),
+        ];
+        let mut plans = BTreeMap::new();
+        for (name, text) in SHIPPED {
+            let plan: Plan = toml::from_str(text).map_err(|e| format!("built-in plan {name}: {}", e.message()))?;
+            plans.insert((*name).to_owned(), Arc::new(plan));
+        }
+        if !plans.contains_key(default) {
+            return Err(format!("no built-in plan {default} (the default plan); give --plans DIR"));
+        }
+        Ok(Self { plans })
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<Plan>> {
         self.plans.get(name)
     }
@@ -62,6 +80,16 @@ mod tests {
         let plans = Plans::load(&shipped(), "free").unwrap();
         assert_eq!(plans.names().collect::<Vec<_>>(), ["free", "pro"]);
         assert!(plans.get("pro").unwrap().weight > plans.get("free").unwrap().weight);
+    }
+
+    #[test]
+    fn the_built_in_plans_are_the_shipped_files() {
+        let shipped = Plans::load(&shipped(), "free").unwrap();
+        let builtin = Plans::builtin("free").unwrap();
+        for name in ["free", "pro"] {
+            assert_eq!(shipped.get(name), builtin.get(name));
+        }
+        assert!(Plans::builtin("gold").is_err());
     }
 
     #[test]

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wasmkeep_core::admission::{Before, Name, before_store, capacity_wait, no_capacity};
+use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
 use wasmkeep_storage::{Epoch, Wake};
 
+use crate::app::Tenant;
 use crate::event::EventKind;
 use crate::residence::Residence;
 use crate::{App, Class, NodeInner};
@@ -23,9 +25,33 @@ pub(crate) struct Admitted {
     pub actor: ActorKey,
     pub epoch: Epoch,
     pub values: Arc<BTreeMap<String, String>>,
-    /// The limits the event runs under (today the node's; a tenant's plan
-    /// with the hosted service).
+    /// The limits the event runs under: its tenant's plan's, or the node's.
     pub limits: Arc<Limits>,
+}
+
+/// The actor's epoch from the store. An actor the caller may create is
+/// created only within its tenant's creations per second: the store is
+/// asked first whether it exists, so waking an existing actor never
+/// spends a creation.
+async fn wake_or_create(
+    node: &NodeInner,
+    actor: &ActorKey,
+    create: bool,
+    tenant: Option<&Tenant>,
+) -> Result<Epoch, Refusal> {
+    let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
+    let first_create = create && tenant.is_none();
+    match node.store.wake(actor, first_create, &node.id).await.map_err(unavailable)? {
+        Wake::Owned { epoch, .. } => return Ok(epoch),
+        Wake::Missing if !create || first_create => return Err(Refusal::NoSuchActor),
+        Wake::Missing => {}
+    }
+    let tenant = tenant.expect("only a tenant's creation is asked twice");
+    tenant.rates.creation().map_err(|w| node.over_quota(&tenant.id, Quota::Creations, w))?;
+    match node.store.wake(actor, true, &node.id).await.map_err(unavailable)? {
+        Wake::Owned { epoch, .. } => Ok(epoch),
+        Wake::Missing => Err(Refusal::NoSuchActor),
+    }
 }
 
 /// Admits one event of `envelope`, arrived at `arrived`, creating the
@@ -62,16 +88,25 @@ pub(crate) async fn admit(
     let class = class.expect("a class that passed admission exists");
     // Existence: a resident actor exists; otherwise the store answers.
     let actor = ActorKey { app: app.id(), address: Address::new(class.name.clone(), wake.name) };
+    let tenant = node.tenant(&envelope.app);
     let epoch = match residence.epoch {
         Some(epoch) => epoch,
-        None => match node.store.wake(&actor, wake.create, &node.id).await {
-            Ok(Wake::Owned { epoch, .. }) => *residence.epoch.insert(epoch),
-            Ok(Wake::Missing) => return Err(Refusal::NoSuchActor),
-            Err(e) => return Err(Refusal::StoreUnavailable(e.to_string())),
-        },
+        None => *residence.epoch.insert(wake_or_create(node, &actor, wake.create, tenant.as_deref()).await?),
     };
-    let limits = node.limits_for(&envelope.app);
-    // Quotas: tenants' plans come with the hosted service.
+    let limits = tenant.as_ref().map_or_else(|| node.limits.clone(), |t| t.limits.clone());
+    // Quotas: the actor's events per second (a socket's message or close
+    // is the socket's traffic, bounded by its own limits), and the
+    // tenant's share of resident actors.
+    if let Some(tenant) = &tenant {
+        if matches!(kind, EventKind::Request { .. } | EventKind::SocketOpen { .. }) {
+            tenant.rates.event(&envelope.mailbox()).map_err(|w| node.over_quota(&tenant.id, Quota::ActorEvents, w))?;
+        }
+        if residence.share.is_none() {
+            let ticket = tenant.residents.take();
+            let full = || node.over_quota(&tenant.id, Quota::ResidentActors, std::time::Duration::from_secs(1));
+            residence.share = Some(ticket.ok_or_else(full)?);
+        }
+    }
     // Capacity: a pool instance within the admission wait from the event's
     // arrival, and never past its deadline.
     if residence.lease.is_none() {

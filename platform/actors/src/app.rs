@@ -10,8 +10,10 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use wasmkeep_core::egress::EgressPolicy;
-use wasmkeep_core::{Access, AppId, AppName, AppRef, ClassName, Limits, TenantId};
+use wasmkeep_core::plan::Plan;
+use wasmkeep_core::{Access, AppId, AppName, AppRef, ClassName, Limits, MailboxKey, TenantId};
 use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
+use wasmkeep_scheduler::{Rates, Share, TenantRates};
 
 /// A class of a version: its access level and its component.
 pub struct Class<A: ActorHost> {
@@ -102,13 +104,23 @@ pub(crate) struct Apps<A: ActorHost, F: GuestHost> {
     by_id: HashMap<AppId, Arc<App<A, F>>>,
     by_name: HashMap<(TenantId, AppName), AppId>,
     suspended: HashSet<TenantId>,
-    /// Tenants whose plan sets their limits.
-    limits: HashMap<TenantId, Arc<Limits>>,
+    /// Tenants with a plan: their limits, buckets and shares.
+    tenants: HashMap<TenantId, Arc<Tenant>>,
+}
+
+/// A tenant with a plan, as the node holds it.
+pub(crate) struct Tenant {
+    pub id: TenantId,
+    /// The node's limits as the plan lowers them.
+    pub limits: Arc<Limits>,
+    pub rates: TenantRates<MailboxKey>,
+    /// Its actors resident on this node.
+    pub residents: Share,
 }
 
 impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
     fn default() -> Self {
-        Self { by_id: HashMap::new(), by_name: HashMap::new(), suspended: HashSet::new(), limits: HashMap::new() }
+        Self { by_id: HashMap::new(), by_name: HashMap::new(), suspended: HashSet::new(), tenants: HashMap::new() }
     }
 }
 
@@ -123,15 +135,38 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
         self.by_id.get(id)
     }
 
-    pub fn limits_of(&self, tenant: &TenantId) -> Option<Arc<Limits>> {
-        self.limits.get(tenant).cloned()
+    pub fn tenant(&self, tenant: &TenantId) -> Option<Arc<Tenant>> {
+        self.tenants.get(tenant).cloned()
     }
 
-    pub fn set_limits(&mut self, tenant: &TenantId, limits: Option<Arc<Limits>>) {
-        match limits {
-            Some(l) => self.limits.insert(tenant.clone(), l),
-            None => self.limits.remove(tenant),
+    /// Gives `tenant` its plan (a new one resets its rates; what it holds
+    /// stays counted), or takes it away (`None`: the node's limits, no
+    /// quotas).
+    pub fn set_plan(&mut self, tenant: &TenantId, plan: Option<(Arc<Plan>, Limits)>) {
+        let Some((plan, limits)) = plan else {
+            self.tenants.remove(tenant);
+            return;
         };
+        let residents = match self.tenants.get(tenant) {
+            Some(old) => {
+                old.residents.set_cap(plan.resident_actors);
+                old.residents.clone()
+            }
+            None => Share::new(plan.resident_actors),
+        };
+        let rates = TenantRates::new(Rates {
+            requests: plan.requests_per_second,
+            request_burst: plan.request_burst,
+            events_per_actor: plan.events_per_second_per_actor,
+            creations: plan.actor_creations_per_second,
+        });
+        let entry = Tenant { id: tenant.clone(), limits: Arc::new(limits), rates, residents };
+        self.tenants.insert(tenant.clone(), Arc::new(entry));
+    }
+
+    /// Every tenant with a plan.
+    pub fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
+        self.tenants.values()
     }
 
     pub fn is_suspended(&self, tenant: &TenantId) -> bool {

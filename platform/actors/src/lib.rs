@@ -21,6 +21,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use wasmkeep_core::egress::EgressPolicy;
+use wasmkeep_core::plan::Plan;
+use wasmkeep_core::quota::{self, Quota};
 use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
     TenantId, TraceContext, deadline,
@@ -148,8 +150,18 @@ impl NodeInner {
     /// event (admission, a front request): its tenant's plan's, or the
     /// node's.
     pub(crate) fn limits_for(&self, app: &AppRef) -> Arc<Limits> {
-        let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
-        apps.limits_of(&app.tenant).unwrap_or_else(|| self.limits.clone())
+        self.tenant(app).map_or_else(|| self.limits.clone(), |t| t.limits.clone())
+    }
+
+    /// The app's tenant, when it has a plan (a hosted node's tenants).
+    pub(crate) fn tenant(&self, app: &AppRef) -> Option<Arc<app::Tenant>> {
+        self.apps.read().unwrap_or_else(|p| p.into_inner()).tenant(&app.tenant)
+    }
+
+    /// The refusal of `tenant`'s event or request for `quota`, counted.
+    pub(crate) fn over_quota(&self, tenant: &TenantId, quota: Quota, wait: std::time::Duration) -> Refusal {
+        self.metrics.quota_refusals.inc(tenant.as_str(), quota.label());
+        Refusal::Quota { quota, retry_after: quota::retry_after_secs(wait) }
     }
 
     /// The deadline of an event of `app` whose caller sets none (a client
@@ -336,11 +348,32 @@ impl Node {
         self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_suspended(tenant, suspended);
     }
 
-    /// The limits `tenant`'s events run under from now on (its plan's,
-    /// never above the node's); `None`: the node's.
-    pub fn set_tenant_limits(&self, tenant: &TenantId, limits: Option<Limits>) {
-        let limits = limits.map(Arc::new);
-        self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_limits(tenant, limits);
+    /// Puts `tenant` on `plan` from its next request and event on: its
+    /// limits (the node's as the plan lowers them) and its quotas. `None`:
+    /// the node's limits and no quotas (`dev`).
+    pub fn set_tenant_plan(&self, tenant: &TenantId, plan: Option<Arc<Plan>>) {
+        let plan = plan.map(|p| {
+            let limits = p.limits(&self.0.limits);
+            (p, limits)
+        });
+        self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_plan(tenant, plan);
+    }
+
+    /// Takes one of the tenant's requests (the public port, before it
+    /// routes a request to the app): its requests-per-second quota.
+    pub fn admit_request(&self, app: &AppRef) -> Result<(), Refusal> {
+        match self.0.tenant(app) {
+            Some(tenant) => tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait)),
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets idle actors' rate buckets (called now and then).
+    pub fn forget_idle_rates(&self) {
+        let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
+        for tenant in apps.tenants() {
+            tenant.rates.forget_idle();
+        }
     }
 
     /// Checks, compiles and stores the components of `spec`.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use wasmkeep_core::{ActorName, MailboxKey};
 use wasmkeep_runtime::ActorInstance;
-use wasmkeep_scheduler::InstanceLease;
+use wasmkeep_scheduler::{InstanceLease, ShareTicket};
 use wasmkeep_storage::Epoch;
 
 use crate::actor_host::ActorEventHost;
@@ -24,6 +24,9 @@ pub(crate) struct Residence {
     pub name: Option<ActorName>,
     /// The pool instance it may use.
     pub lease: Option<InstanceLease>,
+    /// Its place in its tenant's share of resident actors, if the tenant
+    /// has a plan.
+    pub share: Option<ShareTicket>,
 }
 
 /// Most hibernated actors whose owner epoch the node keeps (about 150

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use wasmkeep_actors::{ClassSpec, Node, NodeConfig, VersionSpec};
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_edge::{AppRouting, PublicPort};
-use wasmkeep_storage::{SqliteStore, ValueKey};
+use wasmkeep_storage::{Durability, SqliteStore, ValueKey};
 
 use crate::manifest::{self, Component, Manifest};
 use crate::{build, config, reload};
@@ -38,6 +38,10 @@ pub struct DevArgs {
     /// `/healthz`. None unless given.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Sync every commit to disk, as `serve` does (an acknowledged write
+    /// survives power loss); without it a commit survives the process.
+    #[arg(long)]
+    pub durable: bool,
     /// Redeploy only on SIGHUP, not when the app's sources change.
     #[arg(long)]
     pub no_watch: bool,
@@ -104,8 +108,9 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
 
     let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;
-    let store =
-        SqliteStore::open(&data.join("store.db")).map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
+    let durability = if args.durable { Durability::PowerLoss } else { Durability::Process };
+    let store = SqliteStore::open_with(&data.join("store.db"), durability)
+        .map_err(|e| format!("{}: {e}", data.join("store.db").display()))?;
     let key = crate::serve::secret_file(&data.join("value-key"), || ValueKey::generate().as_bytes().to_vec())?;
     let values =
         Arc::new(ValueKey::from_bytes(&key).map_err(|e| format!("{}: {e}", data.join("value-key").display()))?);

@@ -12,7 +12,7 @@ use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::host::BaseDomain;
 use wasmkeep_core::{AppName, AppRef, TenantId};
 use wasmkeep_edge::{AppRouting, PublicPort};
-use wasmkeep_storage::{SqliteStore, Store, TokenRecord, ValueKey};
+use wasmkeep_storage::{Durability, SqliteStore, Store, TokenRecord, ValueKey};
 use wasmkeep_tenants::api::{RateLimits, Service};
 use wasmkeep_tenants::plans::Plans;
 use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
@@ -88,7 +88,7 @@ async fn restore(node: &Node, store: &dyn Store, plans: &Plans) -> Result<usize,
     for tenant in store.tenants().await.map_err(|e| e.to_string())? {
         let Ok(id) = TenantId::parse(&tenant.id) else { continue };
         match plans.get(&tenant.plan) {
-            Some(plan) => node.set_tenant_limits(&id, Some(plan.limits(node.limits()))),
+            Some(plan) => node.set_tenant_plan(&id, Some(plan.clone())),
             None => tracing::warn!(tenant = %id, plan = %tenant.plan, "no such plan; the node's limits apply"),
         }
         node.set_suspended(&id, tenant.suspended);
@@ -116,7 +116,12 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let cfg = ServeConfig::load(&args)?;
     let limits = config::limits(cfg.limits.as_deref())?;
     let base_domain = BaseDomain::parse(&cfg.base_domain).map_err(|e| format!("base_domain: {e}"))?;
-    let plans = Plans::load(cfg.plans_dir(), &cfg.default_plan)?;
+    let plans = if cfg.plans_dir() == ServeConfig::default().plans && !cfg.plans_dir().is_dir() {
+        // Run outside the repository with no plans given: the shipped ones.
+        Plans::builtin(&cfg.default_plan)?
+    } else {
+        Plans::load(cfg.plans_dir(), &cfg.default_plan)?
+    };
     let signup = cfg.signup_mode();
     if signup == wasmkeep_tenants::api::SignupMode::Key && cfg.signup_key.as_deref().is_none_or(str::is_empty) {
         return Err("signup = \"key\" needs a signup_key (in the configuration or WASMKEEP_SIGNUP_KEY)".into());
@@ -134,7 +139,11 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     .ok_or("value_key: expected 64 hex digits (32 bytes)")?;
     let store_path = data.join("store.db");
     let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&store_path).map_err(|e| format!("{}: {e}", store_path.display()))?);
+        // An acknowledged write survives the machine losing power.
+        Arc::new(
+            SqliteStore::open_with(&store_path, Durability::PowerLoss)
+                .map_err(|e| format!("{}: {e}", store_path.display()))?,
+        );
     let token_path = operator_token(&*store, &pepper, &data).await?;
 
     let node = Node::new(
@@ -184,6 +193,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         loop {
             tokio::time::sleep(Duration::from_secs(60)).await;
             forget.limits.forget_idle();
+            forget.node.forget_idle_rates();
         }
     });
 

@@ -202,6 +202,20 @@ mod tests {
     }
 
     #[test]
+    fn the_ops_sample_loads() {
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ops/serve.toml");
+        figment::Jail::expect_with(|_| {
+            let mut a = args();
+            a.config = Some(sample.clone());
+            let c = ServeConfig::load(&a).unwrap();
+            assert_eq!(c.base_domain, "apps.example.com");
+            assert_eq!(c.signup_mode(), SignupMode::Key);
+            assert_eq!(c.rates, RateSettings::default());
+            Ok(())
+        });
+    }
+
+    #[test]
     fn signup_mode_follows_the_api_address() {
         let mut c = ServeConfig::default();
         assert_eq!(c.signup_mode(), SignupMode::Open);

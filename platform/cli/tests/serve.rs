@@ -24,6 +24,8 @@ struct Serve {
     data: PathBuf,
     /// Everything it logged so far.
     log: Arc<Mutex<String>>,
+    /// `/metrics`, when it was asked to serve them.
+    metrics: Option<String>,
 }
 
 impl Drop for Serve {
@@ -42,8 +44,11 @@ impl Serve {
             .args(api_listen)
             .arg("--data")
             .arg(data)
-            .arg("--plans")
-            .arg(repo().join("policies/plans"))
+            .args(if extra.contains(&"--plans") {
+                vec![]
+            } else {
+                vec!["--plans".into(), repo().join("policies/plans")]
+            })
             .args(extra)
             .env("WASMKEEP_LOG", "info")
             .stderr(Stdio::piped())
@@ -52,13 +57,16 @@ impl Serve {
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
         let log = Arc::new(Mutex::new(String::new()));
-        let (mut api, mut public) = (None, None);
+        let (mut api, mut public, mut metrics) = (None, None, None);
         while api.is_none() || public.is_none() {
             let line = lines.next().expect("wasmkeep serve ended before serving").unwrap();
             eprintln!("{line}");
             log.lock().unwrap().push_str(&format!("{line}\n"));
             if let Some(rest) = line.strip_prefix("wasmkeep: provisioning API on ") {
                 api = Some(rest.split_whitespace().next().unwrap().trim_end_matches("/v1").to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("wasmkeep: metrics on ") {
+                metrics = Some(rest.trim().to_owned());
             }
             if let Some(rest) = line.strip_prefix("wasmkeep: serving ") {
                 let addr = rest.split("http://").nth(1).unwrap().split_whitespace().next().unwrap();
@@ -71,7 +79,7 @@ impl Serve {
                 kept.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
-        Self { child, api: api.unwrap(), public: public.unwrap(), data: data.to_path_buf(), log }
+        Self { child, api: api.unwrap(), public: public.unwrap(), data: data.to_path_buf(), log, metrics }
     }
 
     /// Stops it and starts it again on the same data and API address (a
@@ -115,6 +123,12 @@ impl Serve {
 
     /// A request to the public port for `host`.
     async fn public(&self, host: &str, path: &str) -> (u16, String) {
+        let (status, _, text) = self.public_with_retry(host, path).await;
+        (status, text)
+    }
+
+    /// As `public`, with the answer's `Retry-After`.
+    async fn public_with_retry(&self, host: &str, path: &str) -> (u16, Option<String>, String) {
         let r = reqwest::Client::new()
             .get(format!("http://{}{path}", self.public))
             .header("host", host)
@@ -122,7 +136,14 @@ impl Serve {
             .send()
             .await
             .unwrap();
-        (r.status().as_u16(), r.text().await.unwrap())
+        let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        (r.status().as_u16(), retry, r.text().await.unwrap())
+    }
+
+    /// The value of one sample of `/metrics`.
+    async fn metric(&self, sample: &str) -> f64 {
+        let text = reqwest::get(self.metrics.as_ref().unwrap()).await.unwrap().text().await.unwrap();
+        text.lines().find_map(|l| l.strip_prefix(sample)?.trim().parse().ok()).unwrap_or(0.0)
     }
 }
 
@@ -620,4 +641,103 @@ async fn two_tenants_sign_up_and_deploy_with_the_cli_and_everything_survives_a_r
     assert!(!out.status.success());
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot reach the API at http://127.0.0.1:9") && err.contains("wasmkeep serve"), "{err}");
+}
+
+/// A plans directory whose `free` plan is the shipped one with `changes`.
+fn plans_with(dir: &Path, changes: &[(&str, &str)]) -> PathBuf {
+    let plans = dir.join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let mut text = std::fs::read_to_string(repo().join("policies/plans/free.toml")).unwrap();
+    for (field, value) in changes {
+        let line = text.lines().find(|l| l.starts_with(&format!("{field} ="))).unwrap().to_owned();
+        text = text.replace(&line, &format!("{field} = {value}"));
+    }
+    std::fs::write(plans.join("free.toml"), text).unwrap();
+    plans
+}
+
+#[tokio::test]
+async fn each_quota_is_enforced_named_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(
+        dir.path(),
+        &[
+            ("requests_per_second", "1"),
+            ("request_burst", "6"),
+            ("events_per_second_per_actor", "1"),
+            ("actor_creations_per_second", "1"),
+            ("resident_actors", "2"),
+        ],
+    );
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--plans", plans.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"],
+    );
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    let host = "shop.acme.localhost";
+    let quota = |name: &str| format!("wasmkeep_quota_refusals_total{{tenant=\"acme\",quota=\"{name}\"}}");
+
+    // Creations: one a second; the second new actor within it is 429.
+    assert_eq!(s.public(host, "/actor/probe/a/ping").await.0, 200);
+    let (status, retry, text) = s.public_with_retry(host, "/actor/probe/b/ping").await;
+    assert_eq!((status, retry.as_deref()), (429, Some("1")), "{text}");
+    assert_eq!(text, "over the plan's actor_creations_per_second quota; retry in 1 s\n");
+    assert_eq!(s.metric(&quota("actor_creations_per_second")).await, 1.0);
+    // Events per actor: the second event to `a` within its second is 429.
+    let (status, retry, text) = s.public_with_retry(host, "/actor/probe/a/ping").await;
+    assert_eq!((status, retry.as_deref()), (429, Some("1")), "{text}");
+    assert!(text.contains("events_per_second_per_actor"), "{text}");
+    assert_eq!(s.metric(&quota("events_per_second_per_actor")).await, 1.0);
+    // A second later `b` is made; waking `a` again spends no creation.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(s.public(host, "/actor/probe/b/ping").await.0, 200);
+    assert_eq!(s.public(host, "/actor/probe/a/ping").await.0, 200);
+    // Resident actors: `a` and `b` hold the plan's two; a third waits for
+    // one of them to hibernate.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, retry, text) = s.public_with_retry(host, "/actor/probe/c/ping").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")), "{text}");
+    assert!(text.contains("resident_actors"), "{text}");
+    // Requests: a burst of six, then one a second, for every app of the tenant.
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(s.public(host, "/").await.0);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    let (status, retry, text) = s.public_with_retry(host, "/").await;
+    assert_eq!(status, 429, "{text}");
+    assert!(retry.is_some());
+    assert!(text.contains("requests_per_second"), "{text}");
+    assert!(s.metric(&quota("requests_per_second")).await >= 2.0);
+    assert!(s.metric("wasmkeep_refusals_total{reason=\"quota\"}").await >= 3.0);
+}
+
+#[tokio::test]
+async fn sigterm_stops_accepting_and_finishes_what_is_in_flight() {
+    let data = tempfile::tempdir().unwrap();
+    let mut s = Serve::start(data.path(), &[]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    let public = s.public;
+    let slow = tokio::spawn(async move {
+        let r = reqwest::Client::new()
+            .get(format!("http://{public}/actor/probe/slow/sleep?ms=1500"))
+            .header("host", "shop.acme.localhost")
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No longer accepting...
+    assert!(TcpStream::connect(public).is_err(), "the port still accepts after SIGTERM");
+    // ...but the request in flight is answered, and the node exits cleanly.
+    assert_eq!(slow.await.unwrap(), (200, "slept".into()));
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
 }

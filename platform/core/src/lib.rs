@@ -23,6 +23,7 @@ pub mod listing;
 pub mod names;
 pub mod path;
 pub mod plan;
+pub mod quota;
 pub mod refusal;
 pub mod response;
 

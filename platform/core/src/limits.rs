@@ -203,6 +203,13 @@ impl Limits {
         Duration::from_secs_f64(self.call_limit_secs)
     }
 
+    /// How long a stopping node waits for the requests in flight: the
+    /// longest any one may take (a front's wall, an event's wall after the
+    /// longest wait for it).
+    pub fn shutdown_grace(&self) -> Duration {
+        self.front_wall().max(self.call_limit() + self.wall_per_event())
+    }
+
     pub fn wall_per_event(&self) -> Duration {
         Duration::from_secs_f64(self.wall_per_event_secs)
     }

@@ -6,6 +6,7 @@
 
 use crate::close::{self, Close};
 use crate::names::NameError;
+use crate::quota::Quota;
 
 /// Why admission did not run an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +43,9 @@ pub enum Refusal {
     /// never starts.
     #[error("the actor could not take the request before its deadline")]
     DeadlinePassed,
+    /// The tenant is over one of its plan's quotas.
+    #[error("over the plan's {} quota; retry in {retry_after} s", quota.label())]
+    Quota { quota: Quota, retry_after: u32 },
     /// The store failed; the text is for the log, not the client.
     #[error("store unavailable")]
     StoreUnavailable(String),
@@ -62,6 +66,7 @@ impl Refusal {
             Self::Overloaded => "overloaded",
             Self::Capacity => "capacity",
             Self::DeadlinePassed => "deadline",
+            Self::Quota { .. } => "quota",
             Self::StoreUnavailable(_) => "store_unavailable",
         }
     }
@@ -225,6 +230,7 @@ impl Failure {
                 Refusal::Suspended => (503, Some(60)),
                 Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
                 Refusal::DeadlinePassed => (504, None),
+                Refusal::Quota { quota, retry_after } => (quota.status(), Some(*retry_after)),
             },
             Self::Event(EventError::Trapped | EventError::InvalidResponse | EventError::AnswerTooLarge(_)) => {
                 (500, None)
@@ -293,6 +299,8 @@ mod tests {
             Refusal::Overloaded,
             Refusal::Capacity,
             Refusal::DeadlinePassed,
+            Refusal::Quota { quota: Quota::Requests, retry_after: 2 },
+            Refusal::Quota { quota: Quota::ResidentActors, retry_after: 1 },
             Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
         ];
         let events = [
@@ -344,6 +352,8 @@ mod tests {
                 (503, Some(1), "callee overloaded\n"),
                 (503, Some(1), "no capacity for this actor now\n"),
                 (504, None, "the actor could not take the request before its deadline\n"),
+                (429, Some(2), "over the plan's requests_per_second quota; retry in 2 s\n"),
+                (503, Some(1), "over the plan's resident_actors quota; retry in 1 s\n"),
                 (503, Some(1), "store unavailable\n"),
                 (500, None, "the actor failed\n"),
                 (504, None, "the actor's event ran past its wall\n"),

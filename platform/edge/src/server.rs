@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
@@ -30,6 +31,24 @@ pub struct PublicPort {
     pub(crate) http: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
     /// When a connection is closed (`core::connection`).
     pub(crate) times: ConnectionTimes,
+    /// Requests being answered now: a stopping node waits for them.
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// One request in flight, counted while it lives.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl PublicPort {
@@ -43,10 +62,12 @@ impl PublicPort {
             node,
             routing,
             limits,
+            in_flight: Arc::default(),
         }
     }
 
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
+        let _in_flight = InFlight::new(&self.in_flight);
         self.route(request, client).await.unwrap_or_else(crate::error::render)
     }
 
@@ -55,6 +76,7 @@ impl PublicPort {
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
         let app = self.routing.app_for(&parts, &self.node)?;
+        self.node.admit_request(&app)?;
         let trace = head::read_trace(&parts.headers);
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {
@@ -79,15 +101,22 @@ impl PublicPort {
     }
 }
 
-/// Serves `port` on `listener` until `shutdown` completes.
+/// Serves `port` on `listener` until `shutdown` completes; then stops
+/// accepting and waits for the requests in flight (at most the longest any
+/// may take). Upgraded sockets are not requests: they close with the node.
 pub async fn serve(listener: TcpListener, port: PublicPort, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
     let limits = port.limits.clone();
     let descriptors = listener::raise_descriptor_limit();
     let tickets = Tickets::new(limits.connections(descriptors), limits.max_connections_per_client);
+    let in_flight = port.in_flight.clone();
     let port = Arc::new(port);
     listener::accept_loop(listener, tickets, shutdown, move |stream, ticket| {
         connection::serve(port.clone(), stream, ticket)
     })
     .await;
+    let grace = tokio::time::Instant::now() + limits.shutdown_grace();
+    while in_flight.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < grace {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     Ok(())
 }

@@ -6,11 +6,15 @@
 //! waits up to the admission wait, then is refused (capacity `503`).
 
 mod front_waits;
+mod rates;
+mod shares;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use front_waits::{FrontBusy, FrontWait, FrontWaits};
+pub use rates::{Rates, TenantRates};
+pub use shares::{Share, ShareTicket};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 

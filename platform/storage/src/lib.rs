@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 pub use seal::ValueKey;
-pub use sqlite::SqliteStore;
+pub use sqlite::{Durability, SqliteStore};
 
 /// The owner epoch granted to the node that woke an actor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,8 +1,11 @@
 //! The embedded store: one SQLite file, WAL journal.
 //!
-//! `synchronous = NORMAL` in WAL mode: a commit is durable against the
-//! process dying (the answer never leaves before its commit), and the last
-//! commits may be lost to a power cut. See docs/adr/0003.
+//! Two durabilities (`Durability`): `Process` (`synchronous = NORMAL` in
+//! WAL mode: a commit survives the process dying, the answer never leaves
+//! before its commit, and the last commits may be lost to a power cut;
+//! `dev`'s) and `PowerLoss` (`synchronous = FULL`: the WAL is synced at
+//! every commit, so an acknowledged write survives the machine losing
+//! power; `serve`'s). See docs/adr/0003.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -85,6 +88,15 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// What a commit survives once it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The process dying.
+    Process,
+    /// The machine losing power: every commit syncs the WAL.
+    PowerLoss,
+}
+
 /// The embedded store. Calls run inline: each is a few microseconds of
 /// SQLite work, cheaper than a hop to a blocking thread.
 pub struct SqliteStore {
@@ -92,12 +104,22 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the store at `path`, durable against
+    /// the process dying.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, Durability::Process)
+    }
+
+    /// Opens the store at `path` with the durability asked.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let synchronous = match durability {
+            Durability::Process => "NORMAL",
+            Durability::PowerLoss => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous)?;
         conn.execute_batch(SCHEMA)?;
         migrate(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
@@ -703,6 +725,16 @@ mod tests {
         assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
         // The other app keeps everything; a component stays for whoever shares it.
         assert_eq!(block(s.values(other)).unwrap()["K"], b"kept");
+    }
+
+    #[test]
+    fn the_durability_asked_is_the_one_in_force() {
+        let dir = tempfile::tempdir().unwrap();
+        for (durability, level) in [(Durability::Process, 1), (Durability::PowerLoss, 2)] {
+            let s = SqliteStore::open_with(&dir.path().join("s.db"), durability).unwrap();
+            let synchronous: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+            assert_eq!(synchronous, level, "{durability:?}");
+        }
     }
 
     #[test]

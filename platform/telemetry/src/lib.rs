@@ -51,6 +51,50 @@ impl CounterFamily {
     }
 }
 
+/// A counter family per tenant and reason: the tenants are the node's
+/// accounts (made by sign-up, bounded by the operator), the reasons a
+/// closed set.
+pub struct TenantCounters {
+    name: &'static str,
+    help: &'static str,
+    label: &'static str,
+    values: &'static [&'static str],
+    counts: std::sync::Mutex<std::collections::BTreeMap<(String, usize), u64>>,
+}
+
+impl TenantCounters {
+    pub fn new(name: &'static str, help: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
+        Self { name, help, label, values, counts: Default::default() }
+    }
+
+    /// Adds one to `tenant`'s counter labelled `value`, one of the family's.
+    pub fn inc(&self, tenant: &str, value: &str) {
+        match self.values.iter().position(|v| *v == value) {
+            Some(i) => {
+                *self.counts.lock().unwrap_or_else(|p| p.into_inner()).entry((tenant.to_owned(), i)).or_default() += 1
+            }
+            None => debug_assert!(false, "{} has no {}={value}", self.name, self.label),
+        }
+    }
+
+    pub fn get(&self, tenant: &str, value: &str) -> u64 {
+        let Some(i) = self.values.iter().position(|v| *v == value) else { return 0 };
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).get(&(tenant.to_owned(), i)).copied().unwrap_or(0)
+    }
+
+    fn write(&self, out: &mut Exposition) {
+        out.family(self.name, self.help, "counter");
+        for ((tenant, i), count) in self.counts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            out.sample(self.name, &[("tenant", tenant), (self.label, self.values[*i])], *count as f64);
+        }
+    }
+}
+
+/// The quotas of a plan, as `wasmkeep_quota_refusals_total` names them
+/// (`core::quota::Quota::label`).
+pub const QUOTAS: &[&str] =
+    &["requests_per_second", "events_per_second_per_actor", "actor_creations_per_second", "resident_actors", "sockets"];
+
 /// The outcomes of a front request.
 pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "handoff", "no_front"];
 /// The outcomes of a front's call (each entry of a batch is one).
@@ -69,6 +113,7 @@ pub const REFUSAL_REASONS: &[&str] = &[
     "overloaded",
     "capacity",
     "deadline",
+    "quota",
     "store_unavailable",
 ];
 /// What a node forwards to another node.
@@ -80,6 +125,7 @@ pub struct Metrics {
     pub front_calls: CounterFamily,
     pub forwards: CounterFamily,
     pub refusals: CounterFamily,
+    pub quota_refusals: TenantCounters,
 }
 
 impl Default for Metrics {
@@ -109,6 +155,12 @@ impl Default for Metrics {
                 "reason",
                 REFUSAL_REASONS,
             ),
+            quota_refusals: TenantCounters::new(
+                "wasmkeep_quota_refusals_total",
+                "Requests and events refused for a tenant's quota, by tenant and quota.",
+                "quota",
+                QUOTAS,
+            ),
         }
     }
 }
@@ -119,6 +171,7 @@ impl Source for Metrics {
         self.front_calls.write(out);
         self.forwards.write(out);
         self.refusals.write(out);
+        self.quota_refusals.write(out);
     }
 }
 

@@ -76,7 +76,7 @@ pub async fn signup(
     if !service.store.create_tenant(&record, &token).await? {
         return Err(ApiError::new(StatusCode::CONFLICT, format!("tenant name `{tenant}` is taken")));
     }
-    service.node.set_tenant_limits(&tenant, Some(plan.limits(service.node.limits())));
+    service.node.set_tenant_plan(&tenant, Some(plan.clone()));
     tracing::info!(%tenant, plan = %plan_name, "tenant signed up");
     let answer = json!({"tenant": tenant.as_str(), "token": secret.as_str(), "token_id": token.id, "plan": plan_name});
     Ok((StatusCode::CREATED, Json(answer)))
@@ -120,7 +120,7 @@ pub async fn set_plan(
     let SetPlan { plan: plan_name } = read_json(body).await?;
     let plan = service.plans.get(&plan_name).ok_or_else(|| ApiError::bad_request(format!("no plan `{plan_name}`")))?;
     service.store.set_plan(tenant.as_str(), &plan_name).await?;
-    service.node.set_tenant_limits(&tenant, Some(plan.limits(service.node.limits())));
+    service.node.set_tenant_plan(&tenant, Some(plan.clone()));
     let (_, record) = existing(&service, &name).await?;
     Ok(Json(tenant_json(&record)))
 }

@@ -1,0 +1,74 @@
+//! A tenant's quotas: their names (as refusals and metrics carry them) and
+//! the arithmetic of their answers. The buckets themselves are the
+//! scheduler's; what a plan grants is `plan`'s.
+
+use std::time::Duration;
+
+/// One quota of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Quota {
+    /// Requests per second to all of the tenant's apps.
+    Requests,
+    /// Events per second to one actor.
+    ActorEvents,
+    /// Actors created per second.
+    Creations,
+    /// Actors of the tenant resident on the node at once.
+    ResidentActors,
+    /// Open sockets of the tenant on the node.
+    Sockets,
+}
+
+impl Quota {
+    pub const ALL: [Quota; 5] =
+        [Quota::Requests, Quota::ActorEvents, Quota::Creations, Quota::ResidentActors, Quota::Sockets];
+
+    /// Its name in `wasmkeep_quota_refusals_total{quota}` and in answers.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Requests => "requests_per_second",
+            Self::ActorEvents => "events_per_second_per_actor",
+            Self::Creations => "actor_creations_per_second",
+            Self::ResidentActors => "resident_actors",
+            Self::Sockets => "sockets",
+        }
+    }
+
+    /// The status of its refusal: a rate is `429` (slow down), a bound on
+    /// what is held is `503` (come back when some is let go).
+    pub fn status(self) -> u16 {
+        match self {
+            Self::Requests | Self::ActorEvents | Self::Creations => 429,
+            Self::ResidentActors | Self::Sockets => 503,
+        }
+    }
+}
+
+/// The whole seconds to tell a client to wait (`Retry-After`): `wait`
+/// rounded up, at least one.
+pub fn retry_after_secs(wait: Duration) -> u32 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    u32::try_from(secs).unwrap_or(u32::MAX).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_and_is_at_least_one() {
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1000)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1001)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(u64::MAX)), u32::MAX);
+    }
+
+    #[test]
+    fn labels_are_distinct_and_rates_are_429() {
+        let labels: std::collections::HashSet<_> = Quota::ALL.iter().map(|q| q.label()).collect();
+        assert_eq!(labels.len(), Quota::ALL.len());
+        assert_eq!(Quota::Requests.status(), 429);
+        assert_eq!(Quota::ResidentActors.status(), 503);
+    }
+}
