@@ -116,6 +116,8 @@ pub(crate) struct Tenant {
     pub rates: TenantRates<MailboxKey>,
     /// Its actors resident on this node.
     pub residents: Share,
+    /// Its open sockets on this node.
+    pub sockets: Share,
 }
 
 impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
@@ -147,12 +149,14 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             self.tenants.remove(tenant);
             return;
         };
-        let residents = match self.tenants.get(tenant) {
+        // What the tenant holds stays counted under the new caps.
+        let (residents, sockets) = match self.tenants.get(tenant) {
             Some(old) => {
                 old.residents.set_cap(plan.resident_actors);
-                old.residents.clone()
+                old.sockets.set_cap(plan.sockets);
+                (old.residents.clone(), old.sockets.clone())
             }
-            None => Share::new(plan.resident_actors),
+            None => (Share::new(plan.resident_actors), Share::new(plan.sockets)),
         };
         let rates = TenantRates::new(Rates {
             requests: plan.requests_per_second,
@@ -160,7 +164,7 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             events_per_actor: plan.events_per_second_per_actor,
             creations: plan.actor_creations_per_second,
         });
-        let entry = Tenant { id: tenant.clone(), limits: Arc::new(limits), rates, residents };
+        let entry = Tenant { id: tenant.clone(), limits: Arc::new(limits), rates, residents, sockets };
         self.tenants.insert(tenant.clone(), Arc::new(entry));
     }
 

@@ -136,7 +136,7 @@ pub(crate) struct NodeInner {
     values: Arc<dyn ValueSeal>,
     pub mailboxes: Mailboxes,
     /// Every open socket of the node, with the envelope its events carry.
-    pub sockets: Registry<MailboxKey, Envelope>,
+    pub sockets: Registry<MailboxKey, sockets::SocketOwner>,
     /// The owner epochs of actors this node woke and that hibernated since.
     pub owned: residence::Owned,
 }

@@ -3,17 +3,29 @@
 //! router like every event, admitted as the open was (the registry keeps
 //! its envelope) and never creating the actor.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use wasmkeep_core::deadline::close_deadline;
+use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{Envelope, EventError, MailboxKey, close};
 use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
+use wasmkeep_scheduler::ShareTicket;
 use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
 
 use crate::actor_host::ActorEventHost;
 use crate::event::{EventKind, SocketEvent};
 use crate::{Node, NodeInner};
+
+/// What the registry keeps of a socket: the envelope its events carry,
+/// and its place in its tenant's share of sockets (given back when the
+/// last copy goes, with the registry's entry).
+#[derive(Clone)]
+pub(crate) struct SocketOwner {
+    pub envelope: Envelope,
+    _ticket: Option<Arc<ShareTicket>>,
+}
 
 /// Why a socket did not open.
 #[derive(Debug)]
@@ -41,7 +53,16 @@ impl Node {
     /// drive. Nothing is registered unless the actor accepts.
     pub async fn open_socket(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
         let node = &self.0;
-        let queue = node.sockets.open(envelope.mailbox(), envelope.clone()).map_err(SocketOpenError::Full)?;
+        // The tenant's share of the node's sockets, held as long as the socket.
+        let ticket = match node.tenant(&envelope.app) {
+            Some(tenant) => Some(Arc::new(tenant.sockets.take().ok_or_else(|| {
+                let refusal = node.over_quota(&tenant.id, Quota::Sockets, Duration::from_secs(5));
+                SocketOpenError::Event(refusal.into())
+            })?)),
+            None => None,
+        };
+        let owner = SocketOwner { envelope: envelope.clone(), _ticket: ticket };
+        let queue = node.sockets.open(envelope.mailbox(), owner).map_err(SocketOpenError::Full)?;
         let conn = queue.conn;
         let (reply, answer) = oneshot::channel();
         // Should the client leave while this waits, the guard forgets the
@@ -67,7 +88,7 @@ impl Node {
 
     /// A message from the client of socket `conn`.
     pub async fn socket_message(&self, conn: ConnId, message: SocketMessage) {
-        let Some((_, opened)) = self.0.sockets.get(conn) else { return };
+        let Some((_, SocketOwner { envelope: opened, .. })) = self.0.sockets.get(conn) else { return };
         let envelope = Envelope { deadline: self.0.uncalled_deadline(&opened.app), ..opened.clone() };
         let event = EventKind::Socket(SocketEvent::Message { conn, message });
         if self.0.router.post(envelope, event).await.is_err() {
@@ -91,7 +112,7 @@ impl Node {
     fn forget_socket(&self, conn: ConnId) -> Option<Envelope> {
         let entry = self.0.sockets.get(conn);
         self.0.sockets.remove(conn);
-        entry.map(|(_, opened)| opened)
+        entry.map(|(_, owner)| owner.envelope)
     }
 
     /// Forgets socket `conn` without telling its actor (the actor closed it).

@@ -741,3 +741,47 @@ async fn sigterm_stops_accepting_and_finishes_what_is_in_flight() {
     let status = s.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// Sends a WebSocket upgrade for `path` at `host`; answers the stream and
+/// the head of the answer.
+fn upgrade(s: &Serve, host: &str, path: &str) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(s.public).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        answer.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test]
+async fn a_tenant_holds_at_most_its_plans_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(dir.path(), &[("sockets", "1")]);
+    let s = Serve::start(&dir.path().join("data"), &["--plans", plans.to_str().unwrap()]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    let host = "shop.acme.localhost";
+    let (first, answer) = upgrade(&s, host, "/actor/probe/a/");
+    assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+    let (_, answer) = upgrade(&s, host, "/actor/probe/b/");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("retry-after: 5"), "{answer}");
+    // The first one closed, its place is free again.
+    drop(first);
+    let mut reopened = false;
+    for _ in 0..50 {
+        if upgrade(&s, host, "/actor/probe/b/").1.starts_with("HTTP/1.1 101") {
+            reopened = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reopened, "the closed socket's place was never given back");
+}
