@@ -68,6 +68,7 @@ async fn a_component_the_host_cannot_serve_is_refused_naming_why() {
             limits: test_limits(),
             cache_dir: Some(wasmkeep_tests::cache_dir()),
             values: std::sync::Arc::new(wasmkeep_storage::ValueKey::generate()),
+            egress_roots: Vec::new(),
             egress: wasmkeep_core::egress::EgressPolicy::Open,
         },
         std::sync::Arc::new(store),

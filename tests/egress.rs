@@ -133,3 +133,72 @@ async fn an_allow_list_refuses_other_hosts_before_resolving_them() {
     assert!(fetch_error(&n, "http://other.example.com/").await.contains("HttpRequestDenied"));
     assert!(fetch_error(&n, "http://93.184.216.34/").await.contains("HttpRequestDenied"));
 }
+
+/// A TLS upstream on a local port with a certificate for `localhost` from
+/// a CA of its own; answers the CA's PEM and the upstream's URL.
+async fn tls_upstream() -> (Vec<u8>, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &Issuer::new(ca_params, ca_key))
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let key = rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(server));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://localhost:{}/secure", listener.local_addr().unwrap().port());
+    tokio::spawn(async move {
+        loop {
+            let (conn, _) = listener.accept().await.unwrap();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                // A client that does not trust the CA ends the handshake.
+                let Ok(mut tls) = acceptor.accept(conn).await else { return };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 13\r\nconnection: close\r\n\r\nsecure hello!";
+                let _ = tls.write_all(answer.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (ca.pem().into_bytes(), url)
+}
+
+#[tokio::test]
+async fn https_egress_trusts_the_configured_roots_and_refuses_others() {
+    let (ca, url) = tls_upstream().await;
+    let spec = || VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    // Trusting the upstream's CA: the answer arrives, over TLS.
+    let n = TestNode::start_with_egress_roots(test_limits(), spec(), ca).await;
+    let a = n.get(&format!("/fetch?url={}", enc(&url))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["status"], 200, "{}", a.body);
+    assert_eq!(a.json()["body"], "secure hello!");
+    // Trusting only the public roots: the certificate is refused.
+    let n = TestNode::start_with_egress_roots(test_limits(), spec(), Vec::new()).await;
+    let error = fetch_error(&n, &url).await;
+    assert!(error.contains("TlsCertificateError"), "{error}");
+    // The name is checked, not only the chain: 127.0.0.1 is not `localhost`.
+    let (ca, url) = tls_upstream().await;
+    let n = TestNode::start_with_egress_roots(test_limits(), spec(), ca).await;
+    let error = fetch_error(&n, &url.replace("localhost", "127.0.0.1")).await;
+    assert!(error.contains("TlsCertificateError"), "{error}");
+}

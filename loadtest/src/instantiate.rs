@@ -102,7 +102,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut raw_event = Vec::with_capacity(n);
         let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
         let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
-        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open);
+        let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
+        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls);
         // A fresh instance from the pool, timed with what follows it.
         let fresh = || {
             component.instantiate(

@@ -23,6 +23,7 @@ pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> 
             limits,
             cache_dir: Some(wasmkeep_tests::cache_dir()),
             values: std::sync::Arc::new(wasmkeep_storage::ValueKey::generate()),
+            egress_roots: Vec::new(),
             egress: wasmkeep_core::egress::EgressPolicy::Open,
         },
         Arc::new(store),

@@ -131,14 +131,21 @@ impl TestNode {
         limits: Limits,
         spec: VersionSpec,
     ) -> Self {
-        Self::start_configured(data, store, limits, spec, EgressPolicy::Open).await
+        Self::start_configured(data, store, limits, spec, EgressPolicy::Open, Vec::new()).await
     }
 
     /// A node whose apps' outbound HTTP follows `egress`.
     pub async fn start_with_egress(limits: Limits, spec: VersionSpec, egress: EgressPolicy) -> Self {
         let data = Arc::new(tempfile::tempdir().unwrap());
         let store = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
-        Self::start_configured(data, store, limits, spec, egress).await
+        Self::start_configured(data, store, limits, spec, egress, Vec::new()).await
+    }
+
+    /// A node whose apps' outbound HTTPS also trusts the roots in `pem`.
+    pub async fn start_with_egress_roots(limits: Limits, spec: VersionSpec, pem: Vec<u8>) -> Self {
+        let data = Arc::new(tempfile::tempdir().unwrap());
+        let store = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
+        Self::start_configured(data, store, limits, spec, EgressPolicy::Open, pem).await
     }
 
     async fn start_configured(
@@ -147,10 +154,17 @@ impl TestNode {
         limits: Limits,
         spec: VersionSpec,
         egress: EgressPolicy,
+        egress_roots: Vec<u8>,
     ) -> Self {
         let values = Arc::new(wasmkeep_storage::ValueKey::generate());
-        let config =
-            NodeConfig { id: "test".into(), limits: limits.clone(), cache_dir: Some(cache_dir()), egress, values };
+        let config = NodeConfig {
+            id: "test".into(),
+            limits: limits.clone(),
+            cache_dir: Some(cache_dir()),
+            egress,
+            values,
+            egress_roots,
+        };
         let node = Node::new(config, store).unwrap();
         let app = node.deploy("t", "app", spec).await.unwrap().app;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -5,8 +5,11 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use wasmkeep_core::response::check as check_response;
-use wasmkeep_core::{Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head};
+use wasmkeep_core::{
+    ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
+};
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
+use wasmkeep_storage::Wake;
 
 use crate::NodeInner;
 use crate::actor_host::{ActorEventHost, EventContext, Outcome};
@@ -49,6 +52,11 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 
 async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
     let Event { envelope, kind, arrived } = event;
+    node.last_events.note(&envelope.mailbox(), &mut residence.noted);
+    if let EventKind::Delete { reply } = kind {
+        let _ = reply.send(delete(node, residence, &envelope).await);
+        return;
+    }
     let admitted = admit(node, &envelope, &kind, residence, arrived).await;
     if let Err(refusal) = &admitted {
         node.metrics.refusals.inc(refusal.label());
@@ -111,7 +119,32 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 tracing::debug!(%conn, "a socket close was not handled: {e}");
             }
         }
+        EventKind::Delete { .. } => unreachable!("a deletion is carried out before admission"),
     }
+}
+
+/// Deletes the actor `envelope` names, between its events: its storage
+/// goes, its sockets close without close events, its epoch is forgotten.
+async fn delete(node: &Arc<NodeInner>, residence: &mut Residence, envelope: &Envelope) -> Result<(), EventError> {
+    let app = node.app(envelope.app.id).ok_or(Refusal::NoSuchApp)?;
+    let version = app.active().ok_or(Refusal::NoSuchClass)?;
+    let class = version.class(&envelope.target.class).ok_or(Refusal::NoSuchClass)?;
+    let name = envelope.target.actor_name().map_err(Refusal::InvalidName)?;
+    let actor = ActorKey { app: app.id(), address: Address::new(class.name.clone(), name) };
+    let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
+    let epoch = match residence.epoch.take() {
+        Some(epoch) => epoch,
+        None => match node.store.wake(&actor, false, &node.id).await.map_err(unavailable)? {
+            Wake::Owned { epoch, .. } => epoch,
+            Wake::Missing => return Err(Refusal::NoSuchActor.into()),
+        },
+    };
+    residence.instance = None;
+    node.store.delete_actor(&actor, epoch).await.map_err(unavailable)?;
+    let deleted = close::ACTOR_DELETED;
+    node.sockets.close_all(&MailboxKey::of(&actor), deleted.code, deleted.reason);
+    node.last_events.forget(&envelope.mailbox());
+    Ok(())
 }
 
 async fn execute(
@@ -144,8 +177,7 @@ async fn execute(
         slot @ None => {
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
-            let instance =
-                class.component.instantiate(host, label, app.egress.clone(), ends).await.map_err(from_failure)?;
+            let instance = class.component.instantiate(host, label, app.egress(), ends).await.map_err(from_failure)?;
             slot.insert(instance)
         }
     };

@@ -304,6 +304,7 @@ mod tests {
                 limits,
                 cache_dir: None,
                 values: Arc::new(wasmkeep_storage::ValueKey::generate()),
+                egress_roots: Vec::new(),
                 egress: wasmkeep_core::egress::EgressPolicy::Open,
             },
             store.clone(),

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
-use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::plan::Plan;
 use wasmkeep_core::{Access, AppId, AppName, AppRef, ClassName, Limits, MailboxKey, TenantId};
 use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
@@ -43,17 +42,17 @@ pub struct App<A: ActorHost, F: GuestHost> {
     pub reference: Arc<AppRef>,
     /// `tenant/app`, as logs name it.
     pub label: Arc<str>,
-    /// The outbound requests of its guests go out under this.
-    pub egress: Egress,
+    /// The outbound requests of its guests go out under this (its tenant's
+    /// plan may narrow the node's policy and bound the rate).
+    egress: RwLock<Egress>,
     active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
 
 impl<A: ActorHost, F: GuestHost> App<A, F> {
-    pub(crate) fn new(reference: AppRef, values: BTreeMap<String, String>, egress: Arc<EgressPolicy>) -> Self {
-        let label: Arc<str> = reference.to_string().into();
+    pub(crate) fn new(reference: AppRef, label: Arc<str>, values: BTreeMap<String, String>, egress: Egress) -> Self {
         Self {
-            egress: Egress::for_app(label.clone(), egress),
+            egress: RwLock::new(egress),
             label,
             reference: Arc::new(reference),
             active: RwLock::new(None),
@@ -63,6 +62,15 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
 
     pub fn id(&self) -> AppId {
         self.reference.id
+    }
+
+    /// What its guests' outbound requests go out under now.
+    pub fn egress(&self) -> Egress {
+        self.egress.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_egress(&self, egress: Egress) {
+        *self.egress.write().unwrap_or_else(|p| p.into_inner()) = egress;
     }
 
     /// The version events start on now.
@@ -111,6 +119,7 @@ pub(crate) struct Apps<A: ActorHost, F: GuestHost> {
 /// A tenant with a plan, as the node holds it.
 pub(crate) struct Tenant {
     pub id: TenantId,
+    pub plan: Arc<Plan>,
     /// The node's limits as the plan lowers them.
     pub limits: Arc<Limits>,
     pub rates: TenantRates<MailboxKey>,
@@ -163,9 +172,15 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             request_burst: plan.request_burst,
             events_per_actor: plan.events_per_second_per_actor,
             creations: plan.actor_creations_per_second,
+            egress: plan.egress_requests_per_second,
         });
-        let entry = Tenant { id: tenant.clone(), limits: Arc::new(limits), rates, residents, sockets };
+        let entry = Tenant { id: tenant.clone(), plan, limits: Arc::new(limits), rates, residents, sockets };
         self.tenants.insert(tenant.clone(), Arc::new(entry));
+    }
+
+    /// The apps of `tenant`.
+    pub fn of_tenant<'a>(&'a self, tenant: &'a TenantId) -> impl Iterator<Item = &'a Arc<App<A, F>>> + 'a {
+        self.by_id.values().filter(move |a| &a.reference.tenant == tenant)
     }
 
     /// Every tenant with a plan.

@@ -17,9 +17,20 @@ pub(crate) struct Event {
 
 /// What an event is, and where its answer goes.
 pub enum EventKind {
-    Request { request: Request, reply: oneshot::Sender<Result<Response, EventError>> },
-    SocketOpen { conn: u64, path: String, reply: oneshot::Sender<Result<Result<(), String>, EventError>> },
+    Request {
+        request: Request,
+        reply: oneshot::Sender<Result<Response, EventError>>,
+    },
+    SocketOpen {
+        conn: u64,
+        path: String,
+        reply: oneshot::Sender<Result<Result<(), String>, EventError>>,
+    },
     Socket(SocketEvent),
+    /// The control plane deletes the actor (as its own `delete-self`).
+    Delete {
+        reply: oneshot::Sender<Result<(), EventError>>,
+    },
 }
 
 /// A socket's message or close: posted, never awaited.

@@ -27,7 +27,7 @@ use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
     TenantId, TraceContext, deadline,
 };
-use wasmkeep_runtime::{EngineConfig, Runtime};
+use wasmkeep_runtime::{Egress, EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, ValueSeal, value_context};
@@ -68,6 +68,9 @@ pub struct NodeConfig {
     pub egress: EgressPolicy,
     /// Seals app values before they reach the store.
     pub values: Arc<dyn ValueSeal>,
+    /// Roots (PEM) the apps' outbound HTTPS trusts besides the Mozilla
+    /// ones: an operator's private CA.
+    pub egress_roots: Vec<u8>,
 }
 
 /// A deploy that could not be made. One line, naming what was wrong.
@@ -88,6 +91,32 @@ pub enum DeployFailure {
     Stored(String),
     #[error("store: {0}")]
     Store(#[from] wasmkeep_storage::StoreError),
+}
+
+/// A tenant's bound on its guests' outbound requests.
+struct TenantEgress {
+    tenant: Arc<app::Tenant>,
+    metrics: Arc<Metrics>,
+}
+
+impl wasmkeep_runtime::EgressQuota for TenantEgress {
+    fn take(&self) -> bool {
+        let taken = self.tenant.rates.egress().is_ok();
+        if !taken {
+            self.metrics.quota_refusals.inc(self.tenant.id.as_str(), Quota::Egress.label());
+        }
+        taken
+    }
+}
+
+/// What a node knows of an actor now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActorState {
+    /// It has a task (resident, or about to hibernate).
+    pub awake: bool,
+    pub sockets: usize,
+    /// Unix seconds of its last event, when this node ran it since it started.
+    pub last_event: Option<u64>,
 }
 
 /// A version built from a spec, before it has a number.
@@ -118,6 +147,8 @@ pub(crate) struct NodeInner {
     pub id: String,
     /// The apps' egress policy (a tenant's plan will narrow it).
     pub egress: Arc<EgressPolicy>,
+    /// The apps' outbound HTTPS configuration.
+    egress_tls: Arc<rustls::ClientConfig>,
     /// The node's limits: what an event runs under unless its tenant's
     /// plan says otherwise (`limits_for`).
     pub limits: Arc<Limits>,
@@ -139,6 +170,8 @@ pub(crate) struct NodeInner {
     pub sockets: Registry<MailboxKey, sockets::SocketOwner>,
     /// The owner epochs of actors this node woke and that hibernated since.
     pub owned: residence::Owned,
+    /// When actors this node ran last had an event.
+    pub last_events: residence::LastEvents,
 }
 
 impl NodeInner {
@@ -156,6 +189,25 @@ impl NodeInner {
     /// The app's tenant, when it has a plan (a hosted node's tenants).
     pub(crate) fn tenant(&self, app: &AppRef) -> Option<Arc<app::Tenant>> {
         self.apps.read().unwrap_or_else(|p| p.into_inner()).tenant(&app.tenant)
+    }
+
+    /// What `app`'s guests' outbound requests go out under: the node's
+    /// policy, narrowed to its tenant's plan's allowed hosts on a node that
+    /// allows public addresses only, and its plan's rate.
+    pub(crate) fn egress_for(&self, app: &AppRef, label: &Arc<str>) -> Egress {
+        let Some(tenant) = self.tenant(app) else {
+            return Egress::for_app(label.clone(), self.egress.clone(), self.egress_tls.clone());
+        };
+        let policy = match (&*self.egress, &tenant.plan.allowed_hosts) {
+            (EgressPolicy::Public { .. }, Some(hosts)) => {
+                // Checked when the plans were loaded; one that does not parse allows nothing.
+                let patterns = hosts.iter().filter_map(|h| wasmkeep_core::egress::HostPattern::parse(h)).collect();
+                Arc::new(EgressPolicy::Public { allowed_hosts: Some(patterns) })
+            }
+            _ => self.egress.clone(),
+        };
+        let quota = Arc::new(TenantEgress { tenant, metrics: self.metrics.clone() });
+        Egress::for_app(label.clone(), policy, self.egress_tls.clone()).with_quota(quota)
     }
 
     /// The refusal of `tenant`'s event or request for `quota`, counted.
@@ -182,9 +234,12 @@ impl Node {
             busy_guests: config.limits.busy_guests(cores),
         };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
+        let egress_tls =
+            wasmkeep_runtime::egress_tls::client_config(&config.egress_roots).map_err(anyhow::Error::msg)?;
         Ok(Self(Arc::new_cyclic(|node| NodeInner {
             id: config.id,
             egress: Arc::new(config.egress),
+            egress_tls,
             router: Box::new(LocalRouter { node: node.clone() }),
             pool: InstancePool::new(config.limits.actor_instances() as usize),
             front_slots: InstancePool::new(config.limits.front_slots as usize),
@@ -201,6 +256,7 @@ impl Node {
             }),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
             owned: residence::Owned::default(),
+            last_events: residence::LastEvents::default(),
             limits: Arc::new(config.limits),
             runtime,
             store,
@@ -357,6 +413,11 @@ impl Node {
             (p, limits)
         });
         self.0.apps.write().unwrap_or_else(|p| p.into_inner()).set_plan(tenant, plan);
+        // Its apps' outbound requests follow the new plan from now on.
+        let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
+        for app in apps.of_tenant(tenant) {
+            app.set_egress(self.0.egress_for(&app.reference, &app.label));
+        }
     }
 
     /// Takes one of the tenant's requests (the public port, before it
@@ -486,9 +547,10 @@ impl Node {
                 None => tracing::warn!(app = %reference, value = %name, "a value does not open with this key"),
             }
         }
+        let label: Arc<str> = reference.to_string().into();
+        let egress = self.0.egress_for(&reference, &label);
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
-        let egress = self.0.egress.clone();
-        Ok(apps.insert_with(reference, |reference| Arc::new(App::new(reference, values, egress))))
+        Ok(apps.insert_with(reference, |reference| Arc::new(App::new(reference, label, values, egress))))
     }
 
     /// Sets one of the app's values, in the store (sealed) and for the
@@ -507,6 +569,27 @@ impl Node {
         let was = self.0.store.delete_value(app, name).await?;
         entry.set_value(name, None);
         Ok(was)
+    }
+
+    /// Deletes the actor at `target` of `app` (the control plane), between
+    /// its events, as its own `delete-self` would: its sockets close, its
+    /// storage goes.
+    pub async fn delete_actor(&self, app: &Arc<AppRef>, target: RawAddress) -> Result<(), EventError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let envelope = self.envelope(app, target, Origin::Outside, TraceContext::default());
+        self.0.router.post(envelope, EventKind::Delete { reply }).await?;
+        answer.await.unwrap_or(Err(EventError::ShuttingDown))
+    }
+
+    /// What this node knows of an actor now: whether it is awake, its open
+    /// sockets, when it last had an event (unix seconds; unknown for an
+    /// actor this node has not run since it started).
+    pub fn actor_state(&self, key: &MailboxKey) -> ActorState {
+        ActorState {
+            awake: self.0.mailboxes.contains(key),
+            sockets: self.0.sockets.list(key).len(),
+            last_event: self.0.last_events.get(key),
+        }
     }
 
     /// The entry of an embedder (a benchmark, a test, a tool): builds the

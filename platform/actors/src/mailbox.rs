@@ -80,6 +80,11 @@ impl Mailboxes {
         self.lock().iter().map(|(k, tx)| (k.clone(), tx.max_capacity() - tx.capacity())).collect()
     }
 
+    /// Whether the actor has a task now.
+    pub(crate) fn contains(&self, key: &MailboxKey) -> bool {
+        self.lock().contains_key(key)
+    }
+
     /// Actors with a task now (awake, or about to hibernate).
     pub(crate) fn len(&self) -> usize {
         self.lock().len()

@@ -27,6 +27,44 @@ pub(crate) struct Residence {
     /// Its place in its tenant's share of resident actors, if the tenant
     /// has a plan.
     pub share: Option<ShareTicket>,
+    /// When its last event was noted in the node's `LastEvents`.
+    pub noted: Option<std::time::Instant>,
+}
+
+/// When actors this node ran last had an event (unix seconds), for the
+/// control plane: noted at most once a second per actor, for at most
+/// `OWNED_MAX` actors (past it, an arbitrary one is forgotten).
+#[derive(Default)]
+pub(crate) struct LastEvents {
+    inner: Mutex<HashMap<MailboxKey, u64>>,
+}
+
+impl LastEvents {
+    /// Notes an event of `key` now, unless one was noted within a second.
+    pub(crate) fn note(&self, key: &MailboxKey, noted: &mut Option<std::time::Instant>) {
+        let now = std::time::Instant::now();
+        if noted.is_some_and(|at| now.duration_since(at) < std::time::Duration::from_secs(1)) {
+            return;
+        }
+        *noted = Some(now);
+        let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= OWNED_MAX && !map.contains_key(key) {
+            let any = map.keys().next().cloned();
+            if let Some(any) = any {
+                map.remove(&any);
+            }
+        }
+        map.insert(key.clone(), unix);
+    }
+
+    pub(crate) fn get(&self, key: &MailboxKey) -> Option<u64> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).get(key).copied()
+    }
+
+    pub(crate) fn forget(&self, key: &MailboxKey) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
 }
 
 /// Most hibernated actors whose owner epoch the node keeps (about 150

@@ -121,6 +121,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
             cache_dir: Some(data.join("cache")),
             egress: EgressPolicy::Open,
             values,
+            egress_roots: Vec::new(),
         },
         Arc::new(store),
     )

@@ -50,6 +50,8 @@ enum Command {
     Values(client::ValuesArgs),
     /// The tenant's API tokens.
     Tokens(client::TokensArgs),
+    /// An app's actors.
+    Actors(client::ActorsArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
             Command::Apps(args) => client::apps(args).await,
             Command::Values(args) => client::values(args).await,
             Command::Tokens(args) => client::tokens(args).await,
+            Command::Actors(args) => client::actors(args).await,
         }
     });
     match result {

@@ -137,6 +137,10 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         }
     }
     .ok_or("value_key: expected 64 hex digits (32 bytes)")?;
+    let egress_roots = match &cfg.egress_roots {
+        Some(file) => std::fs::read(file).map_err(|e| format!("egress_roots: {}: {e}", file.display()))?,
+        None => Vec::new(),
+    };
     let store_path = data.join("store.db");
     let store: Arc<dyn Store> =
         // An acknowledged write survives the machine losing power.
@@ -153,6 +157,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             cache_dir: Some(data.join("cache")),
             egress: EgressPolicy::Public { allowed_hosts: None },
             values: Arc::new(value_key),
+            egress_roots,
         },
         store.clone(),
     )

@@ -39,6 +39,9 @@ pub struct ServeConfig {
     pub value_key: Option<String>,
     /// A TOML file of node limits over `policies/limits.toml`'s.
     pub limits: Option<PathBuf>,
+    /// A PEM file of roots the apps' outbound HTTPS trusts besides the
+    /// Mozilla ones (an operator's private CA).
+    pub egress_roots: Option<PathBuf>,
     /// The API's per-address rates.
     pub rates: RateSettings,
 }
@@ -57,6 +60,7 @@ impl Default for ServeConfig {
             signup_key: None,
             value_key: None,
             limits: None,
+            egress_roots: None,
             rates: RateSettings::default(),
         }
     }
@@ -77,6 +81,7 @@ const FROM_ENV: &[&str] = &[
     "signup_key",
     "value_key",
     "limits",
+    "egress_roots",
 ];
 
 #[derive(Debug, clap::Args)]

@@ -785,3 +785,102 @@ async fn a_tenant_holds_at_most_its_plans_sockets() {
     }
     assert!(reopened, "the closed socket's place was never given back");
 }
+
+#[tokio::test]
+async fn a_tenant_lists_shows_and_deletes_its_actors() {
+    let data = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let (ok, _, _) = cli(&s, config.path(), &["signup", "acme"], None);
+    assert!(ok);
+    let t = std::fs::read_to_string(config.path().join("credentials.toml")).unwrap();
+    let t = t.lines().find_map(|l| l.strip_prefix("token = \"")).unwrap().trim_end_matches('"').to_owned();
+    let other = signup(&s, "other").await;
+    deploy(&s, &t, "shop").await;
+    let host = "shop.acme.localhost";
+    for name in ["ann", "anna", "bob", "x%2Fy"] {
+        assert_eq!(s.public(host, &format!("/actor/probe/{name}/count")).await.0, 200);
+    }
+    let (status, page) = s.api("GET", "/v1/apps/shop/actors?limit=2", Some(&t), None).await;
+    assert_eq!(status, 200, "{page}");
+    let names = |page: &Value| {
+        page["actors"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(names(&page), ["ann", "anna"]);
+    let cursor = page["cursor"].as_str().unwrap().to_owned();
+    let (_, next) = s
+        .api("GET", &format!("/v1/apps/shop/actors?limit=2&cursor={}", cursor.replace('/', "%2F")), Some(&t), None)
+        .await;
+    assert_eq!(names(&next), ["bob", "x/y"]);
+    let (_, found) = s.api("GET", "/v1/apps/shop/actors?prefix=ann&class=probe", Some(&t), None).await;
+    assert_eq!(names(&found), ["ann", "anna"]);
+    let (status, bad) = s.api("GET", "/v1/apps/shop/actors?limit=0", Some(&t), None).await;
+    assert_eq!(status, 400, "{bad}");
+
+    let (status, actor) = s.api("GET", "/v1/apps/shop/actors/probe/x%2Fy", Some(&t), None).await;
+    assert_eq!(status, 200, "{actor}");
+    assert_eq!(actor["name"], "x/y");
+    assert_eq!(actor["resident"], true);
+    assert!(actor["keys"].as_u64().unwrap() >= 1 && actor["bytes"].as_u64().unwrap() > 0, "{actor}");
+    assert!(actor["last_event"].as_u64().unwrap() > 1_700_000_000, "{actor}");
+    // Another tenant: nothing of it.
+    assert_eq!(s.api("GET", "/v1/apps/shop/actors", Some(&other), None).await.0, 404);
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/probe/ann", Some(&other), None).await.0, 404);
+    // A read token reads, does not delete.
+    let (_, made) = s.api("POST", "/v1/tokens", Some(&t), Some(json!({"scope": "read"}))).await;
+    let read = made["token"].as_str().unwrap().to_owned();
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/probe/ann", Some(&read), None).await.0, 403);
+
+    // Deleted: gone from the list, its storage with it; reached again it starts afresh.
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/probe/ann", Some(&t), None).await.0, 204);
+    assert_eq!(s.api("GET", "/v1/apps/shop/actors/probe/ann", Some(&t), None).await.0, 404);
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/probe/ann", Some(&t), None).await.0, 404);
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/nope/ann", Some(&t), None).await.0, 404);
+    assert_eq!(count(&s, host, "ann").await, 1);
+
+    let (ok, out, err) = cli(&s, config.path(), &["actors", "ls", "shop", "--prefix", "a"], None);
+    assert!(ok, "{err}");
+    let listed: Vec<_> = out.lines().map(|l| l.split('\t').take(3).collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(listed, ["probe ann resident", "probe anna resident"]);
+}
+
+#[tokio::test]
+async fn a_plan_narrows_egress_to_its_hosts_and_bounds_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(dir.path(), &[("egress_requests_per_second", "2")]);
+    let free = plans.join("free.toml");
+    let text = std::fs::read_to_string(&free).unwrap();
+    // `.invalid` names never resolve (RFC 6761): nothing leaves the machine.
+    let text = text.replace("[limits]", "allowed_hosts = [\"allowed.invalid\"]\n\n[limits]");
+    std::fs::write(&free, text).unwrap();
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--plans", plans.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"],
+    );
+    let t = signup(&s, "acme").await;
+    assert_eq!(s.api("PUT", "/v1/apps/web", Some(&t), None).await.0, 201);
+    let bundle =
+        json!({"manifest": {"front": "f"}, "components": {"f": b64(&guests().front)}}).to_string().into_bytes();
+    let (status, text) = s.api_raw("POST", "/v1/apps/web/versions", Some(&t), Some(bundle)).await;
+    assert_eq!(status, 201, "{text}");
+    assert_eq!(s.api("POST", "/v1/apps/web/versions/1/activate", Some(&t), None).await.0, 200);
+    // A host the plan does not list: refused before it is resolved.
+    assert_eq!(fetch_via(&s, "http://elsewhere.invalid/").await, "ErrorCode::HttpRequestDenied");
+    // The listed host is tried (and its name does not resolve).
+    let error = fetch_via(&s, "http://allowed.invalid/").await;
+    assert!(error.starts_with("ErrorCode::DnsError"), "{error}");
+    // Two a second: past them, refused and counted.
+    for _ in 0..5 {
+        assert_eq!(fetch_via(&s, "http://elsewhere.invalid/").await, "ErrorCode::HttpRequestDenied");
+    }
+    let sample = "wasmkeep_quota_refusals_total{tenant=\"acme\",quota=\"egress_requests_per_second\"}";
+    assert!(s.metric(sample).await >= 1.0);
+}
+
+/// The error the test front's outbound `GET url` met (empty when none).
+async fn fetch_via(s: &Serve, url: &str) -> String {
+    let path = format!("/fetch?url={}", url.replace(':', "%3A").replace('/', "%2F"));
+    let (status, body) = s.public("web.acme.localhost", &path).await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str::<Value>(&body).unwrap()["error"].as_str().unwrap_or("").to_owned()
+}

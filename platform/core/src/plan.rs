@@ -92,6 +92,10 @@ impl Plan {
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{name} must be at least 1"));
         }
+        if let Some(bad) = self.allowed_hosts.iter().flatten().find(|h| crate::egress::HostPattern::parse(h).is_none())
+        {
+            return Err(format!("allowed_hosts: `{bad}` is not a host name or `*.domain`"));
+        }
         let l = &self.limits;
         for (name, v) in [("wall_per_event_secs", l.wall_per_event_secs), ("front_wall_secs", l.front_wall_secs)] {
             if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
@@ -155,6 +159,9 @@ mod tests {
         let mut p = plan();
         p.apps = 0;
         assert_eq!(p.validate().unwrap_err(), "apps must be at least 1");
+        let mut p = plan();
+        p.allowed_hosts = Some(vec!["api.example.com".into(), "*.example.org".into(), "http://x".into()]);
+        assert_eq!(p.validate().unwrap_err(), "allowed_hosts: `http://x` is not a host name or `*.domain`");
         let mut p = plan();
         p.limits.wall_per_event_secs = Some(f64::NAN);
         assert!(p.validate().unwrap_err().starts_with("limits.wall_per_event_secs"));

@@ -17,11 +17,13 @@ pub enum Quota {
     ResidentActors,
     /// Open sockets of the tenant on the node.
     Sockets,
+    /// Outbound requests per second of the tenant's guests.
+    Egress,
 }
 
 impl Quota {
-    pub const ALL: [Quota; 5] =
-        [Quota::Requests, Quota::ActorEvents, Quota::Creations, Quota::ResidentActors, Quota::Sockets];
+    pub const ALL: [Quota; 6] =
+        [Quota::Requests, Quota::ActorEvents, Quota::Creations, Quota::ResidentActors, Quota::Sockets, Quota::Egress];
 
     /// Its name in `wasmkeep_quota_refusals_total{quota}` and in answers.
     pub fn label(self) -> &'static str {
@@ -31,6 +33,7 @@ impl Quota {
             Self::Creations => "actor_creations_per_second",
             Self::ResidentActors => "resident_actors",
             Self::Sockets => "sockets",
+            Self::Egress => "egress_requests_per_second",
         }
     }
 
@@ -38,7 +41,7 @@ impl Quota {
     /// what is held is `503` (come back when some is let go).
     pub fn status(self) -> u16 {
         match self {
-            Self::Requests | Self::ActorEvents | Self::Creations => 429,
+            Self::Requests | Self::ActorEvents | Self::Creations | Self::Egress => 429,
             Self::ResidentActors | Self::Sockets => 503,
         }
     }

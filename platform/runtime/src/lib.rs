@@ -24,8 +24,10 @@ pub use cache::component_hash;
 pub use engine::{EngineConfig, TICK};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
+pub use host::egress_tls;
 pub use host::{
-    ActorHost, CallError, Egress, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend, StorageError,
+    ActorHost, CallError, Egress, EgressQuota, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend,
+    StorageError,
 };
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
 pub use wall::EventFailure;

@@ -16,12 +16,14 @@ pub struct Rates {
     pub request_burst: u32,
     pub events_per_actor: u32,
     pub creations: u32,
+    pub egress: u32,
 }
 
 /// One tenant's buckets; `K` names an actor.
 pub struct TenantRates<K: Hash + Eq + Clone> {
     requests: DefaultDirectRateLimiter,
     creations: DefaultDirectRateLimiter,
+    egress: DefaultDirectRateLimiter,
     events: DefaultKeyedRateLimiter<K>,
 }
 
@@ -42,8 +44,14 @@ impl<K: Hash + Eq + Clone> TenantRates<K> {
             // A second's worth at once: a page that creates a few actors
             // is not refused for arriving together.
             creations: RateLimiter::direct(per_second(rates.creations, rates.creations)),
+            egress: RateLimiter::direct(per_second(rates.egress, rates.egress)),
             events: RateLimiter::keyed(per_second(rates.events_per_actor, rates.events_per_actor)),
         }
+    }
+
+    /// Takes one outbound request of the tenant's guests.
+    pub fn egress(&self) -> Result<(), Duration> {
+        self.egress.check().map_err(wait)
     }
 
     /// Takes one request, or says how long until one would pass.
@@ -74,7 +82,7 @@ mod tests {
     use super::*;
 
     fn rates() -> Rates {
-        Rates { requests: 2, request_burst: 3, events_per_actor: 1, creations: 2 }
+        Rates { requests: 2, request_burst: 3, events_per_actor: 1, creations: 2, egress: 1 }
     }
 
     #[test]

@@ -89,6 +89,34 @@ pub trait ActorStore: Send + Sync + 'static {
     /// Deletes the actor's storage and marks it deleted (a state, not an
     /// absence: its record stays), if `epoch` is still the actor's.
     async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError>;
+
+    /// Up to `limit` of the app's live actors, of `class` if given, whose
+    /// names start with `prefix`, after the actor `after` (class, name),
+    /// in (class, name) order.
+    async fn actors(
+        &self,
+        app: AppId,
+        class: Option<&str>,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<ActorRecord>, StoreError>;
+
+    /// A live actor's record, with what it stores; `None` when it does not
+    /// exist or was deleted.
+    async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError>;
+}
+
+/// An actor as the control plane lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorRecord {
+    pub class: String,
+    pub name: String,
+    /// The node that woke it last.
+    pub owner: String,
+    /// Its keys, and the bytes of its keys and values.
+    pub keys: u64,
+    pub bytes: u64,
 }
 
 /// A version as stored: its manifest (JSON, the app's own format) and the

@@ -16,8 +16,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore, TokenRecord, Wake,
-    WriteBatch,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore,
+    TokenRecord, Wake, WriteBatch,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -248,6 +248,52 @@ impl ActorStore for SqliteStore {
         tx.commit()?;
         Ok(())
     }
+
+    async fn actors(
+        &self,
+        app: AppId,
+        class: Option<&str>,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<ActorRecord>, StoreError> {
+        let conn = self.conn();
+        let (after_class, after_name) = after.unwrap_or(("", ""));
+        // The name range [prefix, prefix + U+10FFFF) holds exactly the
+        // names starting with `prefix` (no name holds a control character,
+        // none sorts past the highest code point).
+        let end = format!("{prefix}\u{10FFFF}");
+        let mut stmt = conn.prepare_cached(
+            "SELECT a.class, a.name, a.owner,
+                    (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
+                    (SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv
+                      WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name)
+             FROM actors a
+             WHERE a.app = ?1 AND a.state = 'live' AND (?2 IS NULL OR a.class = ?2)
+               AND a.name >= ?3 AND a.name < ?4
+               AND (a.class > ?5 OR (a.class = ?5 AND a.name > ?6))
+             ORDER BY a.class, a.name LIMIT ?7",
+        )?;
+        let rows = stmt
+            .query_map(params![app.0, class, prefix, end, after_class, after_name, limit as i64], actor_record)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
+        let (app, class, name) = parts(actor);
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "SELECT a.class, a.name, a.owner,
+                        (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
+                        (SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv
+                          WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name)
+                 FROM actors a WHERE a.app = ?1 AND a.class = ?2 AND a.name = ?3 AND a.state = 'live'",
+            )?
+            .query_row(params![app, class, name], actor_record)
+            .optional()?)
+    }
 }
 
 #[async_trait]
@@ -397,6 +443,11 @@ impl AppStore for SqliteStore {
         tx.commit()?;
         Ok(())
     }
+}
+
+fn actor_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActorRecord> {
+    let count = |i: usize| r.get::<_, i64>(i).map(|n| n.max(0) as u64);
+    Ok(ActorRecord { class: r.get(0)?, name: r.get(1)?, owner: r.get(2)?, keys: count(3)?, bytes: count(4)? })
 }
 
 fn app_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AppRecord> {
@@ -725,6 +776,39 @@ mod tests {
         assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
         // The other app keeps everything; a component stays for whoever shares it.
         assert_eq!(block(s.values(other)).unwrap()["K"], b"kept");
+    }
+
+    #[test]
+    fn actors_are_listed_by_class_prefix_and_cursor_with_what_they_store() {
+        let (_d, s) = store();
+        let at = |class: &str, name: &str| ActorKey {
+            app: AppId(1),
+            address: Address::parse(&format!("{class}/{name}")).unwrap(),
+        };
+        for (class, name) in [("cart", "ann"), ("cart", "anna"), ("cart", "bob"), ("room", "ann"), ("room", "x/y")] {
+            let Wake::Owned { epoch, .. } = block(s.wake(&at(class, name), true, "n1")).unwrap() else { panic!() };
+            block(s.commit(&at(class, name), epoch, &batch(&[("k", Some(b"123")), ("é", Some(b""))]))).unwrap();
+        }
+        let gone = at("cart", "bob");
+        let Wake::Owned { epoch, .. } = block(s.wake(&gone, false, "n2")).unwrap() else { panic!() };
+        block(s.delete_actor(&gone, epoch)).unwrap();
+        let other = ActorKey { app: AppId(2), address: Address::parse("cart/zed").unwrap() };
+        block(s.wake(&other, true, "n1")).unwrap();
+
+        let names = |v: Vec<ActorRecord>| v.into_iter().map(|a| format!("{}/{}", a.class, a.name)).collect::<Vec<_>>();
+        let app = AppId(1);
+        assert_eq!(
+            names(block(s.actors(app, None, "", None, 10)).unwrap()),
+            ["cart/ann", "cart/anna", "room/ann", "room/x/y"]
+        );
+        assert_eq!(names(block(s.actors(app, Some("cart"), "", None, 10)).unwrap()), ["cart/ann", "cart/anna"]);
+        assert_eq!(names(block(s.actors(app, None, "ann", None, 10)).unwrap()), ["cart/ann", "cart/anna", "room/ann"]);
+        assert_eq!(names(block(s.actors(app, None, "", None, 2)).unwrap()), ["cart/ann", "cart/anna"]);
+        assert_eq!(names(block(s.actors(app, None, "", Some(("cart", "anna")), 2)).unwrap()), ["room/ann", "room/x/y"]);
+        let record = block(s.actor(&at("room", "x/y"))).unwrap().unwrap();
+        // Keys "k" and "é" (2 bytes), values of 3 and 0 bytes.
+        assert_eq!((record.keys, record.bytes, record.owner.as_str()), (2, 1 + 3 + 2, "n1"));
+        assert_eq!(block(s.actor(&gone)).unwrap(), None);
     }
 
     #[test]

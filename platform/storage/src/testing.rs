@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore, TokenRecord, Wake,
-    WriteBatch,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore,
+    TokenRecord, Wake, WriteBatch,
 };
 
 /// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
@@ -222,6 +222,22 @@ impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
     async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
         self.enter(Op::DeleteActor).await?;
         self.inner.delete_actor(actor, epoch).await
+    }
+
+    // The control plane's reads pass straight through.
+    async fn actors(
+        &self,
+        app: AppId,
+        class: Option<&str>,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<ActorRecord>, StoreError> {
+        self.inner.actors(app, class, prefix, after, limit).await
+    }
+
+    async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
+        self.inner.actor(actor).await
     }
 }
 

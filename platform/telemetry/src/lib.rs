@@ -92,8 +92,14 @@ impl TenantCounters {
 
 /// The quotas of a plan, as `wasmkeep_quota_refusals_total` names them
 /// (`core::quota::Quota::label`).
-pub const QUOTAS: &[&str] =
-    &["requests_per_second", "events_per_second_per_actor", "actor_creations_per_second", "resident_actors", "sockets"];
+pub const QUOTAS: &[&str] = &[
+    "requests_per_second",
+    "events_per_second_per_actor",
+    "actor_creations_per_second",
+    "resident_actors",
+    "sockets",
+    "egress_requests_per_second",
+];
 
 /// The outcomes of a front request.
 pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "handoff", "no_front"];

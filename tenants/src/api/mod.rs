@@ -3,6 +3,7 @@
 //! extractor (`auth`), answers to failures are made in one place (`error`),
 //! and the per-address rate limits are one layer of state (`limits`).
 
+mod actors;
 mod apps;
 mod auth;
 mod error;
@@ -89,6 +90,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/apps/{app}/values"),
     ("PUT", "/v1/apps/{app}/values/{name}"),
     ("DELETE", "/v1/apps/{app}/values/{name}"),
+    ("GET", "/v1/apps/{app}/actors"),
+    ("GET", "/v1/apps/{app}/actors/{class}/{name}"),
+    ("DELETE", "/v1/apps/{app}/actors/{class}/{name}"),
 ];
 
 /// The handler of one route of `ROUTES`.
@@ -113,6 +117,9 @@ fn endpoint(method: &str, path: &str) -> MethodRouter<Arc<Service>> {
         ("GET", "/v1/apps/{app}/values") => get(values::list),
         ("PUT", "/v1/apps/{app}/values/{name}") => put(values::set),
         ("DELETE", "/v1/apps/{app}/values/{name}") => delete(values::delete),
+        ("GET", "/v1/apps/{app}/actors") => get(actors::list),
+        ("GET", "/v1/apps/{app}/actors/{class}/{name}") => get(actors::show),
+        ("DELETE", "/v1/apps/{app}/actors/{class}/{name}") => delete(actors::delete),
         _ => unreachable!("{method} {path} is in ROUTES without a handler"),
     }
 }

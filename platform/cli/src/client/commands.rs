@@ -185,6 +185,63 @@ pub async fn tokens(args: TokensArgs) -> Result<(), String> {
     Ok(())
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ActorsArgs {
+    #[command(subcommand)]
+    pub command: ActorsCommand,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ActorsCommand {
+    /// Lists an app's actors: class, name, resident or not, keys, bytes, sockets.
+    Ls {
+        app: String,
+        /// Only actors of this class.
+        #[arg(long)]
+        class: Option<String>,
+        /// Only actors whose names start with this.
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+}
+
+pub async fn actors(args: ActorsArgs) -> Result<(), String> {
+    let api = Api::new(&args.api)?;
+    let ActorsCommand::Ls { app, class, prefix } = args.command;
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut query = vec![("limit", "1000".to_owned())];
+        query.extend(class.clone().map(|c| ("class", c)));
+        query.extend(prefix.clone().map(|p| ("prefix", p)));
+        query.extend(cursor.clone().map(|c| ("cursor", c)));
+        let query = url_query(&query);
+        let page = api.call("GET", &format!("/v1/apps/{app}/actors?{query}"), None).await?;
+        for a in page["actors"].as_array().into_iter().flatten() {
+            let state = if a["resident"].as_bool() == Some(true) { "resident" } else { "hibernated" };
+            println!(
+                "{}\t{}\t{state}\t{} keys\t{} bytes\t{} sockets",
+                text(&a["class"]),
+                text(&a["name"]),
+                a["keys"],
+                a["bytes"],
+                a["sockets"]
+            );
+        }
+        match page["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// `name=value&...`, each percent-encoded.
+fn url_query(pairs: &[(&str, String)]) -> String {
+    let enc = |s: &str| wasmkeep_core::names::encode(s);
+    pairs.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect::<Vec<_>>().join("&")
+}
+
 fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }

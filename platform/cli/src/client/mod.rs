@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use commands::{AppsArgs, DeployArgs, SignupArgs, TokensArgs, ValuesArgs, apps, deploy, signup, tokens, values};
+pub use commands::{
+    ActorsArgs, AppsArgs, DeployArgs, SignupArgs, TokensArgs, ValuesArgs, actors, apps, deploy, signup, tokens, values,
+};
 
 /// Where the API is and who calls it: flags, then `WASMKEEP_API` /
 /// `WASMKEEP_TOKEN`, then the credentials file.

@@ -26,23 +26,43 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The hooks wasmtime-wasi-http calls for a guest's outbound requests:
 /// one per app, shared by its guests' stores, with the app's policy.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Egress {
     /// `tenant/app`, as logs name it.
     app: Arc<str>,
     policy: Arc<EgressPolicy>,
+    /// HTTPS's client configuration (roots), the node's.
+    tls: Arc<rustls::ClientConfig>,
+    /// The tenant's outbound requests per second, if its plan bounds them.
+    quota: Option<Arc<dyn EgressQuota>>,
+}
+
+/// A bound on how many outbound requests an app's guests make.
+pub trait EgressQuota: Send + Sync + 'static {
+    /// Takes one request; false when the guest must be refused.
+    fn take(&self) -> bool;
+}
+
+impl std::fmt::Debug for Egress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Egress").field("app", &self.app).field("policy", &self.policy).finish_non_exhaustive()
+    }
 }
 
 impl Egress {
-    pub fn for_app(app: Arc<str>, policy: Arc<EgressPolicy>) -> Self {
-        Self { app, policy }
+    pub fn for_app(app: Arc<str>, policy: Arc<EgressPolicy>, tls: Arc<rustls::ClientConfig>) -> Self {
+        Self { app, policy, tls, quota: None }
+    }
+
+    /// The same, its requests bounded by `quota`.
+    pub fn with_quota(self, quota: Arc<dyn EgressQuota>) -> Self {
+        Self { quota: Some(quota), ..self }
     }
 }
 
 impl WasiHttpHooks for Egress {
-    /// Plain HTTP only: TLS comes with the egress policy.
     fn is_supported_scheme(&mut self, scheme: &Scheme) -> bool {
-        *scheme == Scheme::HTTP
+        *scheme == Scheme::HTTP || *scheme == Scheme::HTTPS
     }
 
     fn default_scheme(&mut self) -> Option<Scheme> {
@@ -56,23 +76,50 @@ impl WasiHttpHooks for Egress {
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
         tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
-        Box::new(send(request, options, self.policy.clone()))
+        if self.quota.as_ref().is_some_and(|q| !q.take()) {
+            tracing::debug!(app = %self.app, "an outbound request over the plan's rate");
+            return Box::new(async { Err(Error::HttpRequestDenied) });
+        }
+        let tls = (request.uri().scheme() == Some(&Scheme::HTTPS)).then(|| self.tls.clone());
+        Box::new(send(request, options, self.policy.clone(), tls))
     }
 }
+
+/// A connection to an upstream: plain, or TLS over the checked address.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
 async fn send(
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     policy: Arc<EgressPolicy>,
+    tls: Option<Arc<rustls::ClientConfig>>,
 ) -> Result<(http::Response<WasiBody>, Io), Error> {
     let authority = request.uri().authority().ok_or(Error::HttpRequestUriInvalid)?;
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
-    let port = authority.port_u16().unwrap_or(80);
+    let port = authority.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
     let connect_timeout = options.and_then(|o| o.connect_timeout).unwrap_or(CONNECT_TIMEOUT);
-    let stream = tokio::time::timeout(connect_timeout, connect(&policy, &host, port))
+    let tcp = tokio::time::timeout(connect_timeout, connect(&policy, &host, port))
         .await
         .map_err(|_| Error::ConnectionTimeout)??;
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    // TLS runs over the connection to the checked address; the certificate
+    // is checked against the name the guest asked for.
+    let stream: Box<dyn Stream> = match tls {
+        Some(config) => {
+            let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|_| Error::TlsCertificateError)?;
+            let connector = tokio_rustls::TlsConnector::from(config);
+            let tls = tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
+                .await
+                .map_err(|_| Error::ConnectionTimeout)?
+                .map_err(|e| {
+                    tracing::debug!(%host, "TLS to an upstream failed: {e}");
+                    Error::TlsCertificateError
+                })?;
+            Box::new(tls)
+        }
+        None => Box::new(tcp),
+    };
     let (mut sender, connection) =
         tokio::time::timeout(connect_timeout, hyper::client::conn::http1::handshake(TokioIo::new(stream)))
             .await

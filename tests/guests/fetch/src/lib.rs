@@ -18,10 +18,14 @@ fn names(fields: &Fields) -> Vec<(String, String)> {
 }
 
 fn fetch(url: &str) -> Result<Value, String> {
-    let rest = url.strip_prefix("http://").ok_or("only http:// urls")?;
+    let (scheme, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (Scheme::Http, rest),
+        (_, Some(rest)) => (Scheme::Https, rest),
+        _ => return Err("only http:// and https:// urls".into()),
+    };
     let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
     let request = OutgoingRequest::new(Fields::new());
-    request.set_scheme(Some(&Scheme::Http)).map_err(|_| "scheme")?;
+    request.set_scheme(Some(&scheme)).map_err(|_| "scheme")?;
     request.set_authority(Some(authority)).map_err(|_| "authority")?;
     request.set_path_with_query(Some(path)).map_err(|_| "path")?;
     let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
