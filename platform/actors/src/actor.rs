@@ -181,7 +181,7 @@ async fn execute(
             slot.insert(instance)
         }
     };
-    let answer = instance.run(&event, ends).await;
+    let answer = app.usage.event(instance.run(&event, ends)).await;
     // A commit before an effect failed (the epoch fenced, the store down):
     // however the event ends, the epoch goes with the instance, and the
     // next event wakes the actor afresh.

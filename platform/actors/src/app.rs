@@ -45,14 +45,21 @@ pub struct App<A: ActorHost, F: GuestHost> {
     /// The outbound requests of its guests go out under this (its tenant's
     /// plan may narrow the node's policy and bound the rate).
     egress: RwLock<Egress>,
+    /// What it used since the node started.
+    pub usage: crate::usage::AppUsage,
+    /// Its guests' outbound requests and bytes, kept across egress changes.
+    pub egress_counts: Arc<wasmkeep_runtime::EgressCounts>,
     active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
 
 impl<A: ActorHost, F: GuestHost> App<A, F> {
     pub(crate) fn new(reference: AppRef, label: Arc<str>, values: BTreeMap<String, String>, egress: Egress) -> Self {
+        let egress_counts = Arc::new(wasmkeep_runtime::EgressCounts::default());
         Self {
-            egress: RwLock::new(egress),
+            egress: RwLock::new(egress.with_counts(egress_counts.clone())),
+            egress_counts,
+            usage: Default::default(),
             label,
             reference: Arc::new(reference),
             active: RwLock::new(None),
@@ -70,7 +77,7 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
     }
 
     pub(crate) fn set_egress(&self, egress: Egress) {
-        *self.egress.write().unwrap_or_else(|p| p.into_inner()) = egress;
+        *self.egress.write().unwrap_or_else(|p| p.into_inner()) = egress.with_counts(self.egress_counts.clone());
     }
 
     /// The version events start on now.

@@ -14,6 +14,7 @@ mod metrics;
 mod residence;
 mod router;
 mod sockets;
+mod usage;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ pub use event::{EventKind, SocketEvent};
 pub use front::FrontHost;
 pub use router::{Answering, Router};
 pub use sockets::SocketOpenError;
+pub use usage::AppUsage;
 pub use wasmkeep_core::{EventError, FrontError};
 pub use wasmkeep_runtime::SocketMessage;
 pub use wasmkeep_runtime::{ClientBodyError, FrontBody, FrontRun};
@@ -107,6 +109,21 @@ impl wasmkeep_runtime::EgressQuota for TenantEgress {
         }
         taken
     }
+}
+
+/// What an app used since the node started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub requests: u64,
+    /// Actor events run, and their guests' CPU and wall time.
+    pub events: u64,
+    pub cpu_micros: u64,
+    pub wall_micros: u64,
+    pub egress_requests: u64,
+    /// Bytes of the bodies its outbound requests received.
+    pub egress_bytes: u64,
+    /// Its open sockets now.
+    pub sockets: usize,
 }
 
 /// What a node knows of an actor now.
@@ -423,6 +440,9 @@ impl Node {
     /// Takes one of the tenant's requests (the public port, before it
     /// routes a request to the app): its requests-per-second quota.
     pub fn admit_request(&self, app: &AppRef) -> Result<(), Refusal> {
+        if let Some(entry) = self.0.app(app.id) {
+            entry.usage.request();
+        }
         match self.0.tenant(app) {
             Some(tenant) => tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait)),
             None => Ok(()),
@@ -590,6 +610,22 @@ impl Node {
             sockets: self.0.sockets.list(key).len(),
             last_event: self.0.last_events.get(key),
         }
+    }
+
+    /// What app `id` used since this node started, and its open sockets.
+    pub fn usage(&self, id: AppId) -> Option<Usage> {
+        let app = self.0.app(id)?;
+        let get = AppUsage::get;
+        let egress = &app.egress_counts;
+        Some(Usage {
+            requests: get(&app.usage.requests),
+            events: get(&app.usage.events),
+            cpu_micros: get(&app.usage.cpu_micros),
+            wall_micros: get(&app.usage.wall_micros),
+            egress_requests: get(&egress.requests),
+            egress_bytes: get(&egress.bytes),
+            sockets: self.0.sockets.count_where(|k| k.app == id),
+        })
     }
 
     /// The entry of an embedder (a benchmark, a test, a tool): builds the

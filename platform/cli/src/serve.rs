@@ -192,6 +192,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         public_scheme: "http".into(),
         public_port: Some(public_addr.port()).filter(|p| *p != 80),
         limits: RateLimits::new(cfg.rates),
+        started: wasmkeep_tenants::api::unix_now(),
     });
     let forget = service.clone();
     tokio::spawn(async move {

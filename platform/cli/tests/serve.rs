@@ -884,3 +884,55 @@ async fn fetch_via(s: &Serve, url: &str) -> String {
     assert_eq!(status, 200, "{body}");
     serde_json::from_str::<Value>(&body).unwrap()["error"].as_str().unwrap_or("").to_owned()
 }
+
+#[tokio::test]
+async fn a_plan_keeps_so_many_versions_and_never_the_active_one_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(dir.path(), &[("versions_kept", "2")]);
+    let s = Serve::start(&dir.path().join("data"), &["--plans", plans.to_str().unwrap()]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    for _ in 0..3 {
+        let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&t), Some(bundle())).await;
+        assert_eq!(status, 201, "{text}");
+    }
+    let (_, listed) = s.api("GET", "/v1/apps/shop/versions", Some(&t), None).await;
+    let kept: Vec<_> = listed["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["version"].as_i64().unwrap(), v["active"].as_bool().unwrap()))
+        .collect();
+    // Version 1 is active: it stays; of the others the newest is kept.
+    assert_eq!(kept, [(1, true), (4, false)]);
+    assert_eq!(s.api("POST", "/v1/apps/shop/versions/2/activate", Some(&t), None).await.0, 404);
+    assert_eq!(s.api("POST", "/v1/apps/shop/versions/4/activate", Some(&t), None).await.0, 200);
+    assert_eq!(s.public("shop.acme.localhost", "/").await, (200, "hello".into()));
+}
+
+#[tokio::test]
+async fn usage_counts_each_apps_requests_events_time_storage_and_sockets() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    assert_eq!(s.api("PUT", "/v1/apps/idle", Some(&t), None).await.0, 201);
+    let host = "shop.acme.localhost";
+    for name in ["a", "b", "c"] {
+        assert_eq!(count(&s, host, name).await, 1);
+    }
+    let (_held, answer) = upgrade(&s, host, "/actor/probe/a/");
+    assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+    let (status, usage) = s.api("GET", "/v1/usage", Some(&t), None).await;
+    assert_eq!(status, 200, "{usage}");
+    let apps = usage["apps"].as_array().unwrap();
+    let shop = apps.iter().find(|a| a["app"] == "shop").unwrap();
+    assert_eq!(shop["requests"], 4, "{shop}");
+    assert_eq!(shop["events"], 4, "three counts and the socket's open: {shop}");
+    assert!(shop["wall_ms"].as_u64().is_some() && shop["cpu_ms"].as_u64().is_some());
+    assert!(shop["storage_bytes"].as_u64().unwrap() > 0, "{shop}");
+    assert_eq!(shop["sockets"], 1);
+    let idle = apps.iter().find(|a| a["app"] == "idle").unwrap();
+    assert_eq!((idle["requests"].as_u64(), idle["storage_bytes"].as_u64()), (Some(0), Some(0)));
+    assert!(usage["since"].as_i64().unwrap() > 1_700_000_000);
+}

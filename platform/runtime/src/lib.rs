@@ -26,8 +26,8 @@ pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
 pub use host::egress_tls;
 pub use host::{
-    ActorHost, CallError, Egress, EgressQuota, GuestHost, GuestState, Page, Request, Response, SocketError, SocketSend,
-    StorageError,
+    ActorHost, CallError, Egress, EgressCounts, EgressQuota, GuestHost, GuestState, Page, Request, Response,
+    SocketError, SocketSend, StorageError,
 };
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
 pub use wall::EventFailure;

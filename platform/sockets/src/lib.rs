@@ -174,6 +174,11 @@ impl<K: Hash + Eq + Clone, O: Clone> Registry<K, O> {
         }
     }
 
+    /// The open sockets of the actors matching `which`.
+    pub fn count_where(&self, which: impl Fn(&K) -> bool) -> usize {
+        self.lock().by_actor.iter().filter(|(k, _)| which(k)).map(|(_, s)| s.len()).sum()
+    }
+
     /// `actor`'s open sockets, oldest first.
     pub fn list(&self, actor: &K) -> Vec<ConnId> {
         self.lock().by_actor.get(actor).map(|s| s.iter().copied().collect()).unwrap_or_default()

@@ -105,6 +105,9 @@ pub trait ActorStore: Send + Sync + 'static {
     /// A live actor's record, with what it stores; `None` when it does not
     /// exist or was deleted.
     async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError>;
+
+    /// The bytes of the keys and values all of the app's actors store.
+    async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError>;
 }
 
 /// An actor as the control plane lists it.
@@ -149,6 +152,9 @@ pub trait AppStore: Send + Sync + 'static {
     async fn version(&self, app: AppId, number: i64) -> Result<Option<StoredVersion>, StoreError>;
     /// Every version of the app, oldest first.
     async fn versions(&self, app: AppId) -> Result<Vec<StoredVersion>, StoreError>;
+    /// Removes a version that is not the active one; answers whether it
+    /// went (the active version stays).
+    async fn delete_version(&self, app: AppId, number: i64) -> Result<bool, StoreError>;
     /// Sets a value, sealed by the caller: the store never sees it in clear.
     async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError>;
     /// Removes a value; answers whether it was set.

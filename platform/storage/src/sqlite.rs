@@ -280,6 +280,15 @@ impl ActorStore for SqliteStore {
         Ok(rows)
     }
 
+    async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError> {
+        let bytes: i64 = self.conn().query_row(
+            "SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv WHERE app = ?1",
+            params![app.0],
+            |r| r.get(0),
+        )?;
+        Ok(bytes.max(0) as u64)
+    }
+
     async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
         let (app, class, name) = parts(actor);
         Ok(self
@@ -383,6 +392,21 @@ impl AppStore for SqliteStore {
             versions.extend(stored_version(&conn, app, n)?);
         }
         Ok(versions)
+    }
+
+    async fn delete_version(&self, app: AppId, number: i64) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let n = tx.execute(
+            "DELETE FROM versions WHERE app = ?1 AND number = ?2
+             AND NOT EXISTS (SELECT 1 FROM apps WHERE id = ?1 AND active = ?2)",
+            params![app.0, number],
+        )?;
+        if n == 1 {
+            tx.execute("DELETE FROM version_components WHERE app = ?1 AND number = ?2", params![app.0, number])?;
+        }
+        tx.commit()?;
+        Ok(n == 1)
     }
 
     async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
@@ -756,6 +780,11 @@ mod tests {
         assert_eq!(block(s.version(app, v1)).unwrap().unwrap().manifest, "{\"v\":1}");
         assert_eq!(block(s.version(app, 9)).unwrap(), None);
         assert_eq!(block(s.versions(app)).unwrap().iter().map(|v| v.number).collect::<Vec<_>>(), [1, 2]);
+        // The active version stays; another goes.
+        assert!(!block(s.delete_version(app, v2)).unwrap());
+        let v3 = block(s.add_version(app, "{\"v\":3}", &comps)).unwrap();
+        assert!(block(s.delete_version(app, v3)).unwrap());
+        assert_eq!(block(s.version(app, v3)).unwrap(), None);
         let names = |v: Vec<AppRecord>| v.into_iter().map(|a| a.name).collect::<Vec<_>>();
         assert_eq!(names(block(s.apps("acme")).unwrap()), ["chat", "shop"]);
         assert_eq!(block(s.find_app("acme", "shop")).unwrap().unwrap().active, Some(2));
@@ -809,6 +838,9 @@ mod tests {
         // Keys "k" and "é" (2 bytes), values of 3 and 0 bytes.
         assert_eq!((record.keys, record.bytes, record.owner.as_str()), (2, 1 + 3 + 2, "n1"));
         assert_eq!(block(s.actor(&gone)).unwrap(), None);
+        // Four live actors of 6 bytes each (the deleted one's are gone).
+        assert_eq!(block(s.app_bytes(app)).unwrap(), 4 * 6);
+        assert_eq!(block(s.app_bytes(AppId(3))).unwrap(), 0);
     }
 
     #[test]

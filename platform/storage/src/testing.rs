@@ -239,6 +239,10 @@ impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
     async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
         self.inner.actor(actor).await
     }
+
+    async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError> {
+        self.inner.app_bytes(app).await
+    }
 }
 
 #[async_trait]
@@ -286,6 +290,10 @@ impl<S: ?Sized + AppStore> AppStore for FaultyStore<S> {
     async fn versions(&self, app: AppId) -> Result<Vec<StoredVersion>, StoreError> {
         self.enter(Op::Versions).await?;
         self.inner.versions(app).await
+    }
+
+    async fn delete_version(&self, app: AppId, number: i64) -> Result<bool, StoreError> {
+        self.inner.delete_version(app, number).await
     }
 
     async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {

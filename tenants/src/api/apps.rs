@@ -138,6 +138,17 @@ pub async fn upload(
     let spec = bundle::parse(&body).map_err(ApiError::bad_request)?;
     let added = service.node.add_version(tenant.as_str(), app.name.as_str(), spec).await.map_err(refused)?;
     tracing::info!(app = %app, version = added.version, "version uploaded");
+    // The plan keeps so many versions: the oldest inactive ones go.
+    let versions = service.store.versions(app.id).await?;
+    let mut over = versions.len().saturating_sub(plan.versions_kept as usize);
+    for old in &versions {
+        if over == 0 {
+            break;
+        }
+        if service.store.delete_version(app.id, old.number).await? {
+            over -= 1;
+        }
+    }
     Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": added.version}))))
 }
 

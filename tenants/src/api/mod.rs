@@ -10,6 +10,7 @@ mod error;
 pub mod limits;
 mod tenants;
 mod tokens;
+mod usage;
 mod values;
 
 use std::net::SocketAddr;
@@ -61,6 +62,8 @@ pub struct Service {
     pub public_scheme: String,
     pub public_port: Option<u16>,
     pub limits: RateLimits,
+    /// When the node started (unix seconds): usage counts from here.
+    pub started: i64,
 }
 
 /// The bytes of one value.
@@ -93,6 +96,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/apps/{app}/actors"),
     ("GET", "/v1/apps/{app}/actors/{class}/{name}"),
     ("DELETE", "/v1/apps/{app}/actors/{class}/{name}"),
+    ("GET", "/v1/usage"),
 ];
 
 /// The handler of one route of `ROUTES`.
@@ -120,6 +124,7 @@ fn endpoint(method: &str, path: &str) -> MethodRouter<Arc<Service>> {
         ("GET", "/v1/apps/{app}/actors") => get(actors::list),
         ("GET", "/v1/apps/{app}/actors/{class}/{name}") => get(actors::show),
         ("DELETE", "/v1/apps/{app}/actors/{class}/{name}") => delete(actors::delete),
+        ("GET", "/v1/usage") => get(usage::usage),
         _ => unreachable!("{method} {path} is in ROUTES without a handler"),
     }
 }
@@ -152,6 +157,6 @@ pub async fn serve(
 }
 
 /// Seconds since the epoch, as the store records times.
-pub(crate) fn unix_now() -> i64 {
+pub fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

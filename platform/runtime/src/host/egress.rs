@@ -35,6 +35,15 @@ pub struct Egress {
     tls: Arc<rustls::ClientConfig>,
     /// The tenant's outbound requests per second, if its plan bounds them.
     quota: Option<Arc<dyn EgressQuota>>,
+    /// What the app's guests sent out and received.
+    counts: Arc<EgressCounts>,
+}
+
+/// An app's outbound requests, and the bytes of their answers' bodies.
+#[derive(Debug, Default)]
+pub struct EgressCounts {
+    pub requests: std::sync::atomic::AtomicU64,
+    pub bytes: std::sync::atomic::AtomicU64,
 }
 
 /// A bound on how many outbound requests an app's guests make.
@@ -51,7 +60,12 @@ impl std::fmt::Debug for Egress {
 
 impl Egress {
     pub fn for_app(app: Arc<str>, policy: Arc<EgressPolicy>, tls: Arc<rustls::ClientConfig>) -> Self {
-        Self { app, policy, tls, quota: None }
+        Self { app, policy, tls, quota: None, counts: Arc::default() }
+    }
+
+    /// The same, counting into `counts` (an app's, across its policies).
+    pub fn with_counts(self, counts: Arc<EgressCounts>) -> Self {
+        Self { counts, ..self }
     }
 
     /// The same, its requests bounded by `quota`.
@@ -81,7 +95,8 @@ impl WasiHttpHooks for Egress {
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         let tls = (request.uri().scheme() == Some(&Scheme::HTTPS)).then(|| self.tls.clone());
-        Box::new(send(request, options, self.policy.clone(), tls))
+        self.counts.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::new(send(request, options, self.policy.clone(), tls, self.counts.clone()))
     }
 }
 
@@ -94,6 +109,7 @@ async fn send(
     options: Option<RequestOptions>,
     policy: Arc<EgressPolicy>,
     tls: Option<Arc<rustls::ClientConfig>>,
+    counts: Arc<EgressCounts>,
 ) -> Result<(http::Response<WasiBody>, Io), Error> {
     let authority = request.uri().authority().ok_or(Error::HttpRequestUriInvalid)?;
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
@@ -137,7 +153,15 @@ async fn send(
 
     let (mut parts, body) = response.into_parts();
     head::strip(&mut parts.headers);
-    let body = body.map_err(Error::from).map_frame(head::strip_trailers).boxed_unsync();
+    let body = body
+        .map_err(Error::from)
+        .map_frame(move |frame| {
+            if let Some(data) = frame.data_ref() {
+                counts.bytes.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            head::strip_trailers(frame)
+        })
+        .boxed_unsync();
     let io: Io = Box::new(async move {
         match connection.await {
             Ok(result) => result.map_err(Error::from),

@@ -21,7 +21,7 @@ use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub use egress::{Egress, EgressQuota};
+pub use egress::{Egress, EgressCounts, EgressQuota};
 
 pub use crate::bindings::wasmkeep::actor::actors::{CallError, Request, Response};
 pub use crate::bindings::wasmkeep::actor::sockets::SocketError;

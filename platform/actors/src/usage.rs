@@ -1,0 +1,96 @@
+//! What each app used since the node started: requests, events, guest CPU
+//! and wall time, outbound requests and bytes (the control plane adds what
+//! it stores and its open sockets). Counted where it happens, read by
+//! `GET /v1/usage`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// One app's counters.
+#[derive(Debug, Default)]
+pub struct AppUsage {
+    pub requests: AtomicU64,
+    pub events: AtomicU64,
+    pub cpu_micros: AtomicU64,
+    pub wall_micros: AtomicU64,
+}
+
+impl AppUsage {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn request(&self) {
+        Self::add(&self.requests, 1);
+    }
+
+    /// Runs one event's guest code, counting its CPU and wall time.
+    pub(crate) async fn event<F: Future>(&self, run: F) -> F::Output {
+        let started = Instant::now();
+        let mut cpu = 0;
+        let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
+        Self::add(&self.events, 1);
+        Self::add(&self.cpu_micros, cpu);
+        Self::add(&self.wall_micros, started.elapsed().as_micros() as u64);
+        out
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The CPU time of the thread polling it, in microseconds.
+fn thread_cpu_micros() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
+}
+
+/// A future whose polls' CPU time (on whichever thread polls it) adds up in
+/// `cpu`: the guest's own computing, not its waits.
+struct CpuTimed<'a, F> {
+    inner: Pin<&'a mut F>,
+    cpu: &'a mut u64,
+}
+
+impl<F: Future> Future for CpuTimed<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let before = thread_cpu_micros();
+        let polled = self.inner.as_mut().poll(cx);
+        let spent = thread_cpu_micros().saturating_sub(before);
+        *self.cpu += spent;
+        polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_event_counts_its_cpu_and_not_its_waits() {
+        let usage = AppUsage::default();
+        usage
+            .event(async {
+                let until = Instant::now() + std::time::Duration::from_millis(30);
+                while Instant::now() < until {
+                    std::hint::black_box(0);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            })
+            .await;
+        let (cpu, wall) = (AppUsage::get(&usage.cpu_micros), AppUsage::get(&usage.wall_micros));
+        assert!((20_000..60_000).contains(&cpu), "cpu {cpu} µs");
+        assert!(wall >= 80_000, "wall {wall} µs");
+        assert_eq!(AppUsage::get(&usage.events), 1);
+    }
+}
