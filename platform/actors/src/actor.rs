@@ -24,10 +24,27 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
         // An actor holding nothing has nothing to keep: it retires as soon
         // as its queue is empty. A resident one waits its idle time.
         let next = if residence.lease.is_some() {
-            match tokio::time::timeout(node.limits.idle(), rx.recv()).await {
-                Ok(Some(event)) => Some(event),
-                Ok(None) => return,
-                Err(_idle) => None,
+            // A tenant's idle actor may be asked to hibernate early (the
+            // pool is full and another tenant is under its share).
+            let evicted = residence.tenant.as_ref().map(|t| (t, node.idle.park(t, &key)));
+            let early = async {
+                match &evicted {
+                    Some((_, notify)) => notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let next = tokio::select! {
+                received = rx.recv() => Some(received),
+                () = tokio::time::sleep(node.limits.idle()) => None,
+                () = early => None,
+            };
+            if let Some((tenant, _)) = &evicted {
+                node.idle.unpark(tenant, &key);
+            }
+            match next {
+                Some(Some(event)) => Some(event),
+                Some(None) => return,
+                None => None,
             }
         } else {
             rx.try_recv().ok()

@@ -105,10 +105,21 @@ pub(crate) async fn admit(
             let ticket = tenant.residents.take();
             let full = || node.over_quota(&tenant.id, Quota::ResidentActors, std::time::Duration::from_secs(1));
             residence.share = Some(ticket.ok_or_else(full)?);
+            residence.tenant = Some(tenant.id.clone());
         }
     }
     // Capacity: a pool instance within the admission wait from the event's
-    // arrival, and never past its deadline.
+    // arrival, and never past its deadline. When the pool is full, the
+    // scheduler makes room by the tenants' shares (a tenant at its share
+    // makes room from its own idle actors or is refused now, never queueing
+    // ahead of the others).
+    if residence.lease.is_none() {
+        if let Some(lease) = node.pool.try_lease() {
+            residence.lease = Some(lease);
+        } else if let Some(tenant) = &tenant {
+            node.make_room(tenant)?;
+        }
+    }
     if residence.lease.is_none() {
         let now = Instant::now();
         let wait = capacity_wait(arrived, limits.admission_wait(), envelope.deadline, now);

@@ -29,7 +29,7 @@ use wasmkeep_core::{
     TenantId, TraceContext, deadline,
 };
 use wasmkeep_runtime::{Egress, EngineConfig, Runtime};
-use wasmkeep_scheduler::{FrontWaits, InstancePool};
+use wasmkeep_scheduler::{FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, ValueSeal, value_context};
 use wasmkeep_telemetry::Metrics;
@@ -189,6 +189,8 @@ pub(crate) struct NodeInner {
     pub owned: residence::Owned,
     /// When actors this node ran last had an event.
     pub last_events: residence::LastEvents,
+    /// Resident actors waiting for an event, per tenant with a plan.
+    pub idle: IdleActors<TenantId, MailboxKey>,
 }
 
 impl NodeInner {
@@ -225,6 +227,31 @@ impl NodeInner {
         };
         let quota = Arc::new(TenantEgress { tenant, metrics: self.metrics.clone() });
         Egress::for_app(label.clone(), policy, self.egress_tls.clone()).with_quota(quota)
+    }
+
+    /// The pool is full and `requester` (holding its share ticket for the
+    /// actor it wakes) needs an instance. Under its share of the pool (by
+    /// the weights of the tenants using the node), the tenant furthest over
+    /// its share gives up its longest idle actor; at or over its share, the
+    /// requester gives up one of its own, or is refused now (`503`).
+    pub(crate) fn make_room(&self, requester: &app::Tenant) -> Result<(), Refusal> {
+        let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
+        let active: Vec<&Arc<app::Tenant>> =
+            apps.tenants().filter(|t| t.residents.held() > 0 || t.id == requester.id).collect();
+        let total = active.iter().map(|t| t.plan.weight).fold(0u32, u32::saturating_add);
+        let pool = u32::try_from(self.pool.size()).unwrap_or(u32::MAX);
+        let share = |t: &app::Tenant| quota::fair_share(pool, t.plan.weight, total);
+        // Its ticket for the actor it wakes is held already.
+        let held_before = requester.residents.held().saturating_sub(1);
+        if held_before < share(requester) {
+            let over = |t: &&&Arc<app::Tenant>| t.residents.held() > share(t) && self.idle.has_idle(&t.id);
+            let furthest = active.iter().filter(over).max_by_key(|t| t.residents.held() - share(t));
+            if let Some(victim) = furthest {
+                self.idle.evict_oldest(&victim.id);
+            }
+            return Ok(());
+        }
+        if self.idle.evict_oldest(&requester.id) { Ok(()) } else { Err(Refusal::Capacity) }
     }
 
     /// The refusal of `tenant`'s event or request for `quota`, counted.
@@ -274,6 +301,7 @@ impl Node {
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
             owned: residence::Owned::default(),
             last_events: residence::LastEvents::default(),
+            idle: IdleActors::default(),
             limits: Arc::new(config.limits),
             runtime,
             store,

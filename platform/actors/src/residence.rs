@@ -29,6 +29,9 @@ pub(crate) struct Residence {
     pub share: Option<ShareTicket>,
     /// When its last event was noted in the node's `LastEvents`.
     pub noted: Option<std::time::Instant>,
+    /// Its tenant, when the tenant has a plan (its idle time is then the
+    /// scheduler's to cut short).
+    pub tenant: Option<wasmkeep_core::TenantId>,
 }
 
 /// When actors this node ran last had an event (unix seconds), for the

@@ -936,3 +936,73 @@ async fn usage_counts_each_apps_requests_events_time_storage_and_sockets() {
     assert_eq!((idle["requests"].as_u64(), idle["storage_bytes"].as_u64()), (Some(0), Some(0)));
     assert!(usage["since"].as_i64().unwrap() > 1_700_000_000);
 }
+
+#[tokio::test]
+async fn a_noisy_tenant_filling_the_pool_costs_a_quiet_one_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A small pool (20 actor instances) and plans whose residents could
+    // fill it: only the scheduler's shares keep it fair.
+    let limits = dir.path().join("limits.toml");
+    std::fs::write(&limits, "pool_instances = 24\nfront_slots = 4\n").unwrap();
+    let plans = plans_with(
+        dir.path(),
+        &[
+            ("requests_per_second", "20"),
+            ("request_burst", "20"),
+            ("actor_creations_per_second", "50"),
+            ("resident_actors", "500"),
+        ],
+    );
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--plans", plans.to_str().unwrap(), "--limits", limits.to_str().unwrap()],
+    );
+    let noisy = signup(&s, "noisy").await;
+    let quiet = signup(&s, "quiet").await;
+    deploy(&s, &noisy, "app").await;
+    deploy(&s, &quiet, "app").await;
+
+    // The noisy tenant: ten times its rate, each request to a new actor,
+    // for four seconds: what passes its quota fills the pool.
+    let public = s.public;
+    let flood = tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let mut sent = Vec::new();
+        for i in 0..800 {
+            let client = client.clone();
+            sent.push(tokio::spawn(async move {
+                let r = client
+                    .get(format!("http://{public}/actor/probe/n{i}/ping"))
+                    .header("host", "app.noisy.localhost")
+                    .timeout(Duration::from_secs(30))
+                    .send()
+                    .await;
+                r.map(|r| r.status().as_u16()).unwrap_or(0)
+            }));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut statuses = Vec::new();
+        for s in sent {
+            statuses.push(s.await.unwrap());
+        }
+        statuses
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The quiet tenant: a tenth of its rate, each request to a new actor.
+    // (Without the shares each would wait out the admission wait for an
+    // instance and be refused: `503 no capacity`.)
+    let mut quiet_statuses = Vec::new();
+    for i in 0..6 {
+        let (status, text) = s.public("app.quiet.localhost", &format!("/actor/probe/q{i}/ping")).await;
+        quiet_statuses.push((status, text));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let noisy_statuses = flood.await.unwrap();
+    let ok = noisy_statuses.iter().filter(|s| **s == 200).count();
+    assert!(ok >= 20, "the noisy tenant filled the pool: {ok} answered");
+    assert!(noisy_statuses.contains(&429));
+    for (status, text) in &quiet_statuses {
+        assert_eq!(*status, 200, "{text} ({quiet_statuses:?})");
+    }
+    let _ = quiet;
+}

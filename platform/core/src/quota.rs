@@ -47,6 +47,16 @@ impl Quota {
     }
 }
 
+/// A tenant's share of `pool` instances against the weights of the
+/// tenants using the node now (its own included): at least one.
+pub fn fair_share(pool: u32, weight: u32, total_weight: u32) -> u32 {
+    if total_weight == 0 {
+        return pool.max(1);
+    }
+    let share = u64::from(pool) * u64::from(weight) / u64::from(total_weight);
+    u32::try_from(share).unwrap_or(u32::MAX).max(1)
+}
+
 /// The whole seconds to tell a client to wait (`Retry-After`): `wait`
 /// rounded up, at least one.
 pub fn retry_after_secs(wait: Duration) -> u32 {
@@ -65,6 +75,16 @@ mod tests {
         assert_eq!(retry_after_secs(Duration::from_millis(1000)), 1);
         assert_eq!(retry_after_secs(Duration::from_millis(1001)), 2);
         assert_eq!(retry_after_secs(Duration::from_secs(u64::MAX)), u32::MAX);
+    }
+
+    #[test]
+    fn shares_follow_weights_and_are_never_zero() {
+        assert_eq!(fair_share(100, 1, 11), 9);
+        assert_eq!(fair_share(100, 10, 11), 90);
+        assert_eq!(fair_share(100, 1, 1), 100);
+        assert_eq!(fair_share(3, 1, 1000), 1);
+        assert_eq!(fair_share(100, 5, 0), 100);
+        assert_eq!(fair_share(u32::MAX, u32::MAX, 1), u32::MAX);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! waits up to the admission wait, then is refused (capacity `503`).
 
 mod front_waits;
+mod idle;
 mod rates;
 mod shares;
 
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use front_waits::{FrontBusy, FrontWait, FrontWaits};
+pub use idle::IdleActors;
 pub use rates::{Rates, TenantRates};
 pub use shares::{Share, ShareTicket};
 
@@ -47,6 +49,11 @@ impl InstancePool {
             Ok(Ok(permit)) => Some(InstanceLease { _permit: permit }),
             _ => None,
         }
+    }
+
+    /// An instance if one is free now.
+    pub fn try_lease(&self) -> Option<InstanceLease> {
+        self.slots.clone().try_acquire_owned().ok().map(|permit| InstanceLease { _permit: permit })
     }
 
     /// Instances leased now.
