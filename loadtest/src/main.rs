@@ -14,10 +14,12 @@
 //! target/release/wasmkeep-loadtest sockets-memory     # node RSS per parked socket over 10,000
 //! target/release/wasmkeep-loadtest isolation          # an actor's p99 alone vs beside 2 and 4 looping guests
 //! target/release/wasmkeep-loadtest memory-burst       # node RSS before, at and after 64 bodies of 15 MiB
+//! target/release/wasmkeep-loadtest fairness           # a quiet tenant's p99 alone vs beside a noisy one
 //! ```
 
 mod call;
 mod call_many;
+mod fairness;
 mod front;
 mod http_events;
 mod instantiate;
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         "sockets-broadcast" => sockets::broadcast(rest),
         "sockets-memory" => sockets::memory(rest),
         "isolation" => isolation::run(rest),
+        "fairness" => fairness::run(rest),
         "memory-burst" => memory_burst::run(rest),
             _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|memory-burst [--flag value]..."
                 .to_string()),

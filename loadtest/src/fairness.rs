@@ -1,0 +1,195 @@
+//! Fairness: a quiet tenant's latency with a noisy one flooding the same
+//! node. `wasmkeep serve` in its own process, two tenants on the same plan
+//! (100 requests/s each); the quiet one sends a tenth of its rate, paced,
+//! to its actors, alone and then while the noisy one sends ten times its
+//! rate, each request to a new actor (enough to fill the pool). Goal: the
+//! quiet tenant's p99 with the noisy one within 2x of its p99 alone.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+
+use crate::{flag, load, stats};
+
+/// One request over a fresh connection: its status and body.
+async fn request(
+    addr: &str,
+    method: &str,
+    host: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Vec<u8>,
+) -> Result<(u16, String), String> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let mut req = hyper::Request::builder().method(method).uri(path).header("host", host);
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let res = sender.send_request(req.body(Full::new(Bytes::from(body))).unwrap()).await.map_err(|e| e.to_string())?;
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+fn free_port() -> Result<String, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.to_string())
+}
+
+/// Signs `tenant` up and deploys the probe as its app `app`; answers its token.
+async fn tenant_with_probe(api: &str, tenant: &str) -> Result<(), String> {
+    let (status, body) =
+        request(api, "POST", "api", "/v1/tenants", None, format!("{{\"name\":\"{tenant}\"}}").into_bytes()).await?;
+    if status != 201 {
+        return Err(format!("sign-up: {status} {body}"));
+    }
+    let token = body.split("\"token\":\"").nth(1).and_then(|r| r.split('"').next()).ok_or("no token")?.to_owned();
+    let probe = base64::engine::general_purpose::STANDARD.encode(&wasmkeep_tests::guests().probe);
+    let bundle = format!(
+        "{{\"manifest\":{{\"classes\":{{\"probe\":{{\"access\":\"open\",\"component\":\"p\"}}}}}},\"components\":{{\"p\":\"{probe}\"}}}}"
+    );
+    let steps = [
+        ("PUT", "/v1/apps/app", Vec::new()),
+        ("POST", "/v1/apps/app/versions", bundle.into_bytes()),
+        ("POST", "/v1/apps/app/versions/1/activate", Vec::new()),
+    ];
+    for (method, path, body) in steps {
+        let (status, answer) = request(api, method, "api", path, Some(&token), body).await?;
+        if status >= 300 {
+            return Err(format!("{method} {path}: {status} {answer}"));
+        }
+    }
+    Ok(())
+}
+
+/// The quiet tenant: `rate` requests a second, paced, over its `actors`,
+/// for `length`; answers each latency and the failures.
+async fn quiet(addr: &str, rate: u32, actors: u32, length: Duration) -> Result<(Vec<Duration>, u64), String> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let (mut samples, mut failed) = (Vec::new(), 0);
+    let gap = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let end = Instant::now() + length;
+    let mut next = Instant::now();
+    let mut i = 0;
+    while Instant::now() < end {
+        tokio::time::sleep_until(next.into()).await;
+        next += gap;
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let path = format!("/actor/probe/q{}/ping", i % actors);
+        i += 1;
+        let req =
+            hyper::Request::get(path).header("host", "app.quiet.localhost").body(Full::new(Bytes::new())).unwrap();
+        let t = Instant::now();
+        let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let status = res.status();
+        res.into_body().collect().await.map_err(|e| e.to_string())?;
+        samples.push(t.elapsed());
+        if status != 200 {
+            failed += 1;
+        }
+    }
+    Ok((samples, failed))
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let secs: f64 = flag(args, "--secs", 10.0)?;
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let plans = data.path().join("plans");
+    std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
+    let mut free = std::fs::read_to_string(load::repo().join("policies/plans/free.toml")).map_err(|e| e.to_string())?;
+    for (field, value) in [
+        ("requests_per_second", "100"),
+        ("request_burst", "100"),
+        ("actor_creations_per_second", "1000"),
+        ("resident_actors", "100000"),
+    ] {
+        let line = free.lines().find(|l| l.starts_with(&format!("{field} ="))).ok_or(field)?.to_owned();
+        free = free.replace(&line, &format!("{field} = {value}"));
+    }
+    std::fs::write(plans.join("free.toml"), free).map_err(|e| e.to_string())?;
+    let limits = data.path().join("limits.toml");
+    std::fs::write(&limits, "pool_instances = 200\nfront_slots = 10\n").map_err(|e| e.to_string())?;
+    let (public, api) = (free_port()?, free_port()?);
+    let mut command = Command::new(load::wasmkeep_bin()?);
+    command.args(["serve", "--listen", &public, "--api-listen", &api, "--data"]).arg(data.path().join("data"));
+    command.arg("--plans").arg(&plans).arg("--limits").arg(&limits);
+    let server = load::spawn(command, |l| l.strip_prefix("wasmkeep: provisioning API on ").map(|_| public.clone()))?;
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        tenant_with_probe(&api, "quiet").await?;
+        tenant_with_probe(&api, "noisy").await?;
+        let length = Duration::from_secs_f64(secs);
+        // Warm: the quiet tenant's 20 actors are resident.
+        quiet(&server.addr, 20, 20, Duration::from_secs(2)).await?;
+        let (alone, failed_alone) = quiet(&server.addr, 10, 20, length).await?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sent, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        // Ten times its plan's rate: 20 keep-alive connections, 50 requests
+        // a second each, every request to a new actor.
+        let mut noisy = Vec::new();
+        for c in 0..20u64 {
+            let (stop, sent, refused, addr) = (stop.clone(), sent.clone(), refused.clone(), server.addr.clone());
+            noisy.push(tokio::spawn(async move {
+                let stream = tokio::net::TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tokio::spawn(conn);
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    tick.tick().await;
+                    i += 1;
+                    sender.ready().await.map_err(|e| e.to_string())?;
+                    let path = format!("/actor/probe/n{c}-{i}/ping");
+                    let req = hyper::Request::get(path)
+                        .header("host", "app.noisy.localhost")
+                        .body(Full::new(Bytes::new()))
+                        .unwrap();
+                    let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    if res.status() != 200 {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    res.into_body().collect().await.map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(())
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (beside, failed_beside) = quiet(&server.addr, 10, 20, length).await?;
+        stop.store(true, Ordering::Relaxed);
+        for n in noisy {
+            n.await.map_err(|e| e.to_string())??;
+        }
+
+        let (a, b) = (stats::summarize(alone), stats::summarize(beside));
+        println!("fairness: the quiet tenant at 10 req/s (a tenth of its plan), {secs} s a phase; the noisy at 1,000 req/s (ten times its plan), each to a new actor");
+        println!("| quiet tenant | p50 | p99 | failed |");
+        println!("|---|---|---|---|");
+        println!("| alone | {:?} | {:?} | {failed_alone} |", a.p50, a.p99);
+        println!("| beside the noisy one | {:?} | {:?} | {failed_beside} |", b.p50, b.p99);
+        println!(
+            "noisy: {} answered, {} refused; p99 beside / alone: {:.2}x",
+            sent.load(Ordering::Relaxed),
+            refused.load(Ordering::Relaxed),
+            b.p99.as_secs_f64() / a.p99.as_secs_f64()
+        );
+        Ok(())
+    })
+}
