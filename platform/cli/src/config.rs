@@ -1,5 +1,6 @@
 //! The node's configuration: `policies/limits.toml` (built in), then
-//! `--limits FILE`, then `WASMKEEP_LIMITS__<NAME>` environment variables.
+//! `--limits FILE`, then `WASMKEEP_LIMITS__<NAME>` environment variables;
+//! and the metrics listener both `dev` and `serve` start from it.
 
 use std::path::Path;
 
@@ -25,6 +26,16 @@ pub fn limits(file: Option<&Path>) -> Result<Limits, String> {
         .map_err(|e| format!("limits: {}", one_line(&e.to_string())))?;
     limits.validate().map_err(|e| e.to_string())?;
     Ok(limits)
+}
+
+/// Serves the node's `/metrics` and `/healthz` on `addr`, and says where.
+pub async fn serve_metrics(node: &wasmkeep_actors::Node, addr: std::net::SocketAddr) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("wasmkeep: metrics on http://{addr}/metrics");
+    let sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
+    tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+    Ok(())
 }
 
 fn one_line(s: &str) -> String {

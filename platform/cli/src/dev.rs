@@ -135,12 +135,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     }
 
     if let Some(addr) = args.metrics_listen {
-        let listener =
-            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        eprintln!("wasmkeep: metrics on http://{addr}/metrics");
-        let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(node.clone())];
-        tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+        crate::config::serve_metrics(&node, addr).await?;
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -172,12 +172,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
     let api_addr = api.local_addr().map_err(|e| e.to_string())?;
     if let Some(addr) = cfg.metrics_listen {
-        let listener =
-            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        eprintln!("wasmkeep: metrics on http://{addr}/metrics");
-        let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(node.clone())];
-        tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+        crate::config::serve_metrics(&node, addr).await?;
     }
 
     let service = Arc::new(Service {

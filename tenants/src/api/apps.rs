@@ -20,6 +20,15 @@ use crate::token::Scope;
 /// The caller's tenant's app `name`: `404` alike for a name nobody has, a
 /// name another tenant has, and a name that is not valid.
 pub(crate) async fn find(service: &Service, tenant: &TenantId, name: &str) -> Result<Arc<AppRef>, ApiError> {
+    Ok(find_with_record(service, tenant, name).await?.0)
+}
+
+/// As `find`, with the app's record as the store has it.
+async fn find_with_record(
+    service: &Service,
+    tenant: &TenantId,
+    name: &str,
+) -> Result<(Arc<AppRef>, AppRecord), ApiError> {
     let name = AppName::parse(name).map_err(|_| ApiError::no_such_app())?;
     let record = service.store.find_app(tenant.as_str(), name.as_str()).await?.ok_or_else(ApiError::no_such_app)?;
     let reference = Arc::new(AppRef { id: record.id, tenant: tenant.clone(), name });
@@ -27,7 +36,7 @@ pub(crate) async fn find(service: &Service, tenant: &TenantId, name: &str) -> Re
     if service.node.app_ref(record.id).is_none() {
         service.node.restore((*reference).clone()).await.map_err(ApiError::internal)?;
     }
-    Ok(reference)
+    Ok((reference, record))
 }
 
 /// The plan of the caller's tenant.
@@ -64,8 +73,7 @@ pub async fn show(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant(Scope::Read)?;
-    let app = find(&service, tenant, &name).await?;
-    let record = service.store.find_app(tenant.as_str(), app.name.as_str()).await?.ok_or_else(ApiError::no_such_app)?;
+    let (_, record) = find_with_record(&service, tenant, &name).await?;
     Ok(Json(app_json(&service, tenant, &record)))
 }
 
@@ -159,8 +167,7 @@ pub async fn versions(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant(Scope::Read)?;
-    let app = find(&service, tenant, &name).await?;
-    let record = service.store.find_app(tenant.as_str(), app.name.as_str()).await?.ok_or_else(ApiError::no_such_app)?;
+    let (app, record) = find_with_record(&service, tenant, &name).await?;
     let versions = service.store.versions(app.id).await?;
     let listed: Vec<Value> = versions
         .iter()
