@@ -126,6 +126,8 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     if signup == wasmkeep_tenants::api::SignupMode::Key && cfg.signup_key.as_deref().is_none_or(str::is_empty) {
         return Err("signup = \"key\" needs a signup_key (in the configuration or WASMKEEP_SIGNUP_KEY)".into());
     }
+    let tls = cfg.tls()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let data = data_dir(&cfg.data)?;
     let pepper = Pepper::from_bytes(&secret_file(&data.join("pepper"), || Pepper::generate().as_bytes().to_vec())?)
         .map_err(|e| format!("{}: {e}", data.join("pepper").display()))?;
@@ -184,8 +186,8 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         signup_key: cfg.signup_key.as_deref().map(|k| TokenHash::hash(&pepper, k)),
         pepper,
         base_domain: base_domain.clone(),
-        public_scheme: "http".into(),
-        public_port: Some(public_addr.port()).filter(|p| *p != 80),
+        public_scheme: scheme.into(),
+        public_port: Some(public_addr.port()).filter(|p| *p != if tls.is_some() { 443 } else { 80 }),
         limits: RateLimits::new(cfg.rates),
         started: wasmkeep_tenants::api::unix_now(),
     });
@@ -198,21 +200,25 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         }
     });
 
-    eprintln!("wasmkeep: serving {apps} apps on http://{public_addr} as <app>.<tenant>.{base_domain}");
-    eprintln!("wasmkeep: provisioning API on http://{api_addr}/v1 (sign-up: {signup:?})");
+    eprintln!("wasmkeep: serving {apps} apps on {scheme}://{public_addr} as <app>.<tenant>.{base_domain}");
+    eprintln!("wasmkeep: provisioning API on {scheme}://{api_addr}/v1 (sign-up: {signup:?})");
     eprintln!("wasmkeep: the operator's token is in {}", token_path.display());
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let api_task = tokio::spawn(wasmkeep_tenants::api::serve(api, service, stopped(stop_rx.clone())));
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let api_task = tokio::spawn(wasmkeep_tenants::api::serve(api, service, acceptor.clone(), stopped(stop_rx.clone())));
     tokio::spawn(async move {
         stop_signal().await;
         eprintln!("wasmkeep: stopping");
         let _ = stop_tx.send(true);
     });
-    let port = PublicPort::new(node, AppRouting::ByHost(base_domain));
+    let mut port = PublicPort::new(node, AppRouting::ByHost(base_domain));
+    if let Some(acceptor) = acceptor {
+        port = port.with_tls(acceptor);
+    }
     wasmkeep_edge::serve(public, port, stopped(stop_rx)).await.map_err(|e| format!("serving: {e}"))?;
     let _ = api_task.await;
     Ok(())

@@ -42,6 +42,10 @@ pub struct ServeConfig {
     /// A PEM file of roots the apps' outbound HTTPS trusts besides the
     /// Mozilla ones (an operator's private CA).
     pub egress_roots: Option<PathBuf>,
+    /// The certificate chain and private key (PEM) both listeners serve
+    /// HTTPS with; neither: plain HTTP.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
     /// The API's per-address rates.
     pub rates: RateSettings,
 }
@@ -61,6 +65,8 @@ impl Default for ServeConfig {
             value_key: None,
             limits: None,
             egress_roots: None,
+            tls_cert: None,
+            tls_key: None,
             rates: RateSettings::default(),
         }
     }
@@ -82,6 +88,8 @@ const FROM_ENV: &[&str] = &[
     "value_key",
     "limits",
     "egress_roots",
+    "tls_cert",
+    "tls_key",
 ];
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +124,12 @@ pub struct ServeArgs {
     /// A TOML file of node limits over policies/limits.toml's.
     #[arg(long, value_name = "FILE")]
     pub limits: Option<PathBuf>,
+    /// Serve both listeners over HTTPS with this certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl ServeConfig {
@@ -139,6 +153,8 @@ impl ServeConfig {
             ("default_plan", args.default_plan.clone()),
             ("signup", args.signup.clone()),
             ("limits", args.limits.as_ref().map(|p| p.display().to_string())),
+            ("tls_cert", args.tls_cert.as_ref().map(|p| p.display().to_string())),
+            ("tls_key", args.tls_key.as_ref().map(|p| p.display().to_string())),
         ];
         for (name, value) in flags {
             if let Some(value) = value {
@@ -153,6 +169,34 @@ impl ServeConfig {
     /// The sign-up mode in force: as set, or by where the API listens.
     pub fn signup_mode(&self) -> SignupMode {
         self.signup.unwrap_or(if self.api_listen.ip().is_loopback() { SignupMode::Open } else { SignupMode::Key })
+    }
+
+    /// The TLS configuration both listeners serve, when a certificate and
+    /// key are given (one without the other is a mistake).
+    pub fn tls(&self) -> Result<Option<std::sync::Arc<rustls::ServerConfig>>, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (cert, key) = match (&self.tls_cert, &self.tls_key) {
+            (None, None) => return Ok(None),
+            (Some(cert), Some(key)) => (cert, key),
+            _ => return Err("tls_cert and tls_key go together".into()),
+        };
+        let chain = CertificateDer::pem_file_iter(cert)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("tls_cert: {}: {e}", cert.display()))?;
+        if chain.is_empty() {
+            return Err(format!("tls_cert: {}: no certificate in it", cert.display()));
+        }
+        let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("tls_key: {}: {e}", key.display()))?;
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| format!("tls_key: {e}"))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Some(std::sync::Arc::new(config)))
     }
 
     /// Where the plans are, relative paths against the working directory.
@@ -179,6 +223,8 @@ mod tests {
             default_plan: None,
             signup: None,
             limits: None,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 

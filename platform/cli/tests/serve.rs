@@ -69,7 +69,7 @@ impl Serve {
                 metrics = Some(rest.trim().to_owned());
             }
             if let Some(rest) = line.strip_prefix("wasmkeep: serving ") {
-                let addr = rest.split("http://").nth(1).unwrap().split_whitespace().next().unwrap();
+                let addr = rest.split("://").nth(1).unwrap().split_whitespace().next().unwrap();
                 public = Some(addr.parse().unwrap());
             }
         }
@@ -1005,4 +1005,108 @@ async fn a_noisy_tenant_filling_the_pool_costs_a_quiet_one_nothing() {
         assert_eq!(*status, 200, "{text} ({quiet_statuses:?})");
     }
     let _ = quiet;
+}
+
+/// One HTTP/1.1 exchange over TLS to `addr`, the server checked against
+/// `roots` for `name`; answers the ALPN protocol agreed and the answer.
+async fn over_tls(
+    addr: &str,
+    name: &str,
+    roots: &rustls::RootCertStore,
+    alpn: &[&[u8]],
+    request: &[u8],
+) -> (Option<Vec<u8>>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let server = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(server, tcp).await.unwrap();
+    let agreed = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    if request.is_empty() {
+        return (agreed, String::new());
+    }
+    tls.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), tls.read_to_end(&mut answer)).await;
+    (agreed, String::from_utf8_lossy(&answer).into_owned())
+}
+
+fn http(method: &str, host: &str, path: &str, token: Option<&str>, body: &[u8]) -> Vec<u8> {
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    request
+}
+
+#[tokio::test]
+async fn both_listeners_serve_https_with_the_configured_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names = vec!["api.localhost".to_owned(), "shop.acme.localhost".to_owned()];
+    let cert = rcgen::CertificateParams::new(names).unwrap().self_signed(&key).unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--tls-cert", cert_file.to_str().unwrap(), "--tls-key", key_file.to_str().unwrap()],
+    );
+    assert!(s.api.starts_with("https://"), "{}", s.api);
+    let api = s.api.trim_start_matches("https://").to_owned();
+    let public = s.public.to_string();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der().clone()).unwrap();
+    let h1: &[&[u8]] = &[b"http/1.1"];
+
+    let body_of = |answer: &str| answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    let (_, answer) = over_tls(
+        &api,
+        "api.localhost",
+        &roots,
+        h1,
+        &http("POST", "api.localhost", "/v1/tenants", None, br#"{"name":"acme"}"#),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let token = serde_json::from_str::<Value>(&body_of(&answer)).unwrap()["token"].as_str().unwrap().to_owned();
+    for (method, path, body) in [
+        ("PUT", "/v1/apps/shop", Vec::new()),
+        ("POST", "/v1/apps/shop/versions", bundle()),
+        ("POST", "/v1/apps/shop/versions/1/activate", Vec::new()),
+    ] {
+        let (_, answer) =
+            over_tls(&api, "api.localhost", &roots, h1, &http(method, "api.localhost", path, Some(&token), &body))
+                .await;
+        assert!(answer.starts_with("HTTP/1.1 20"), "{method} {path}: {answer}");
+        if path.ends_with("activate") {
+            let url = serde_json::from_str::<Value>(&body_of(&answer)).unwrap()["url"].as_str().unwrap().to_owned();
+            assert!(url.starts_with("https://shop.acme.localhost:"), "{url}");
+        }
+    }
+    let (agreed, answer) =
+        over_tls(&public, "shop.acme.localhost", &roots, h1, &http("GET", "shop.acme.localhost", "/", None, b"")).await;
+    assert_eq!(agreed.as_deref(), Some(&b"http/1.1"[..]));
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("hello"), "{answer}");
+    // HTTP/2 by ALPN, on both.
+    for (addr, name) in [(&public, "shop.acme.localhost"), (&api, "api.localhost")] {
+        let (agreed, _) = over_tls(addr, name, &roots, &[b"h2", b"http/1.1"], b"").await;
+        assert_eq!(agreed.as_deref(), Some(&b"h2"[..]), "{addr}");
+    }
+    // Plain HTTP to the TLS port gets no answer of the app's.
+    let mut plain = TcpStream::connect(s.public).unwrap();
+    plain.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    plain.write_all(b"GET / HTTP/1.1\r\nHost: shop.acme.localhost\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!String::from_utf8_lossy(&answer).contains("hello"));
 }

@@ -150,12 +150,17 @@ impl Drop for InFlight {
     }
 }
 
+/// A connection's byte stream: the socket, or TLS over it.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
 pin_project_lite::pin_project! {
-    /// The connection's socket, telling the watchdog when bytes come and
-    /// holding the connection's ticket for as long as the socket lives.
+    /// The connection's stream (TLS already undone), telling the watchdog
+    /// when bytes come and holding the connection's ticket for as long as
+    /// the socket lives.
     pub(crate) struct Watched {
         #[pin]
-        stream: TcpStream,
+        stream: Box<dyn Io>,
         activity: Arc<Activity>,
         ticket: Ticket,
     }
@@ -226,6 +231,18 @@ pub(crate) fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
 pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Ticket) {
     let _ = stream.set_nodelay(true);
     let client = ticket.client();
+    // TLS first, within the time a head gets: a client that never finishes
+    // its handshake holds its ticket no longer than a slow head would.
+    let stream: Box<dyn Io> = match &port.tls {
+        Some(acceptor) => match tokio::time::timeout(port.times.header_read, acceptor.accept(stream)).await {
+            Ok(Ok(tls)) => Box::new(tls),
+            _ => {
+                tracing::debug!(%client, "a TLS handshake failed or took too long");
+                return;
+            }
+        },
+        None => Box::new(stream),
+    };
     let activity = Arc::new(Activity::new());
     let io = Watched { stream, activity: activity.clone(), ticket };
     // The server and the rule's times are the port's, made once.

@@ -33,6 +33,8 @@ pub struct PublicPort {
     pub(crate) times: ConnectionTimes,
     /// Requests being answered now: a stopping node waits for them.
     in_flight: Arc<AtomicUsize>,
+    /// TLS, when the port serves HTTPS.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// One request in flight, counted while it lives.
@@ -63,7 +65,13 @@ impl PublicPort {
             routing,
             limits,
             in_flight: Arc::default(),
+            tls: None,
         }
+    }
+
+    /// The same port serving HTTPS (HTTP/2 or HTTP/1.1 by ALPN).
+    pub fn with_tls(self, tls: tokio_rustls::TlsAcceptor) -> Self {
+        Self { tls: Some(tls), ..self }
     }
 
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {

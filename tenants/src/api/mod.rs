@@ -146,14 +146,45 @@ async fn openapi() -> impl axum::response::IntoResponse {
     ([(http::header::CONTENT_TYPE, "application/yaml")], OPENAPI)
 }
 
-/// Serves the API on `listener` until `shutdown` completes.
+/// Serves the API on `listener` until `shutdown` completes; over TLS when
+/// `tls` is given (HTTP/2 or HTTP/1.1 by ALPN).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     service: Arc<Service>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(service).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let Some(tls) = tls else {
+        let app = router(service).into_make_service_with_connect_info::<SocketAddr>();
+        return axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    };
+    let router = router(service);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    tracing::warn!("provisioning API: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let (tls, router) = (tls.clone(), router.clone());
+        tokio::spawn(async move {
+            // A handshake gets the time a request head gets on the port.
+            let Ok(Ok(stream)) = tokio::time::timeout(std::time::Duration::from_secs(10), tls.accept(stream)).await
+            else {
+                return;
+            };
+            let app = router.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let server = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            let _ = server.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service).await;
+        });
+    }
 }
 
 /// Seconds since the epoch, as the store records times.
