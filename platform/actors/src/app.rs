@@ -134,6 +134,9 @@ pub(crate) struct Tenant {
     pub residents: Share,
     /// Its open sockets on this node.
     pub sockets: Share,
+    /// The front slots its requests hold now (counted, not capped: the
+    /// share is weighed when the slots run out).
+    pub front_slots: Share,
 }
 
 impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
@@ -166,13 +169,13 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             return;
         };
         // What the tenant holds stays counted under the new caps.
-        let (residents, sockets) = match self.tenants.get(tenant) {
+        let (residents, sockets, front_slots) = match self.tenants.get(tenant) {
             Some(old) => {
                 old.residents.set_cap(plan.resident_actors);
                 old.sockets.set_cap(plan.sockets);
-                (old.residents.clone(), old.sockets.clone())
+                (old.residents.clone(), old.sockets.clone(), old.front_slots.clone())
             }
-            None => (Share::new(plan.resident_actors), Share::new(plan.sockets)),
+            None => (Share::new(plan.resident_actors), Share::new(plan.sockets), Share::new(u32::MAX)),
         };
         let rates = TenantRates::new(Rates {
             requests: plan.requests_per_second,
@@ -181,7 +184,8 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             creations: plan.actor_creations_per_second,
             egress: plan.egress_requests_per_second,
         });
-        let entry = Tenant { id: tenant.clone(), plan, limits: Arc::new(limits), rates, residents, sockets };
+        let entry =
+            Tenant { id: tenant.clone(), plan, limits: Arc::new(limits), rates, residents, sockets, front_slots };
         self.tenants.insert(tenant.clone(), Arc::new(entry));
     }
 

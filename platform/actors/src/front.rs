@@ -9,9 +9,10 @@ use std::time::Instant;
 use bytes::Bytes;
 use hyper::body::Body;
 use wasmkeep_core::deadline::front_call_deadline;
+use wasmkeep_core::quota;
 use wasmkeep_core::{AppRef, Caller, Chain, FrontError, Limits, MailboxKey, TraceContext};
 use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, GuestLabel, Request, Response};
-use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease};
+use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease, ShareTicket};
 
 use crate::calls::{self, CallSide};
 use crate::{Node, NodeInner};
@@ -27,9 +28,43 @@ pub struct FrontHost {
     started: Instant,
     chain: Chain,
     trace: TraceContext,
-    _slot: InstanceLease,
+    _slot: (InstanceLease, Option<ShareTicket>),
     /// What the port holds for as long as the slot (the client's share).
     _with_slot: Box<dyn std::any::Any + Send>,
+}
+
+impl NodeInner {
+    /// A front slot for a request of `app`, with its place in its tenant's
+    /// count of slots. When none is free, a tenant holding its weighted
+    /// share of the slots or more is refused at once instead of queueing
+    /// ahead of the others (ADR 0014).
+    async fn front_slot(
+        &self,
+        app: &AppRef,
+        wait: std::time::Duration,
+    ) -> Result<(InstanceLease, Option<ShareTicket>), FrontError> {
+        let tenant = self.tenant(app);
+        let ticket = tenant.as_ref().and_then(|t| t.front_slots.take());
+        if let Some(slot) = self.front_slots.try_lease() {
+            return Ok((slot, ticket));
+        }
+        if let Some(tenant) = &tenant {
+            let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
+            let active: Vec<_> = apps
+                .tenants()
+                .filter(|t| t.front_slots.held() > 0 || t.id == tenant.id)
+                .map(|t| t.plan.weight)
+                .collect();
+            let total = active.iter().fold(0u32, |a, w| a.saturating_add(*w));
+            let size = u32::try_from(self.front_slots.size()).unwrap_or(u32::MAX);
+            // Its ticket for this request is held already.
+            if tenant.front_slots.held().saturating_sub(1) >= quota::fair_share(size, tenant.plan.weight, total) {
+                return Err(FrontError::Busy);
+            }
+        }
+        let slot = self.front_slots.lease(wait).await.ok_or(FrontError::Busy)?;
+        Ok((slot, ticket))
+    }
 }
 
 impl Node {
@@ -54,7 +89,7 @@ impl Node {
         let entry = node.app(app.id).ok_or(FrontError::NoSuchApp)?;
         let front = entry.active().and_then(|v| v.front.clone()).ok_or(FrontError::NoFront)?;
         let limits = node.limits_for(app);
-        let slot = node.front_slots.lease(limits.front_slot_wait()).await.ok_or(FrontError::Busy)?;
+        let slot = node.front_slot(app, limits.front_slot_wait()).await?;
         let ends = started + limits.front_wall();
         let host = FrontHost {
             node: node.clone(),

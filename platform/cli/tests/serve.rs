@@ -1110,3 +1110,50 @@ async fn both_listeners_serve_https_with_the_configured_certificate() {
     let _ = plain.read_to_end(&mut answer);
     assert!(!String::from_utf8_lossy(&answer).contains("hello"));
 }
+
+#[tokio::test]
+async fn a_tenant_holding_its_share_of_front_slots_does_not_queue_ahead_of_another() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four front slots, no per-address share (both tenants come from here).
+    let limits = dir.path().join("limits.toml");
+    std::fs::write(&limits, "front_slots = 4\nfront_slots_per_client = 4\nfront_slot_wait_secs = 3.0\n").unwrap();
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    let front_app = |token: String| {
+        let s = &s;
+        async move {
+            assert_eq!(s.api("PUT", "/v1/apps/web", Some(&token), None).await.0, 201);
+            let bundle =
+                json!({"manifest": {"front": "f"}, "components": {"f": b64(&guests().front)}}).to_string().into_bytes();
+            assert_eq!(s.api_raw("POST", "/v1/apps/web/versions", Some(&token), Some(bundle)).await.0, 201);
+            assert_eq!(s.api("POST", "/v1/apps/web/versions/1/activate", Some(&token), None).await.0, 200);
+        }
+    };
+    front_app(signup(&s, "noisy").await).await;
+    front_app(signup(&s, "quiet").await).await;
+
+    // The noisy tenant holds every slot with slow requests, and keeps
+    // sending more: once past its share, those are refused, not queued.
+    let public = s.public;
+    let slow = |i: u32| async move {
+        let r = reqwest::Client::new()
+            .get(format!("http://{public}/sleep?ms=2500&i={i}"))
+            .header("host", "web.noisy.localhost")
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        r.status().as_u16()
+    };
+    let holding: Vec<_> = (0..4).map(|i| tokio::spawn(slow(i))).collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let more: Vec<_> = (4..10).map(|i| tokio::spawn(slow(i))).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The quiet tenant waits for the first slot to free and gets it.
+    let (status, text) = s.public("web.quiet.localhost", "/hello").await;
+    assert_eq!((status, text.as_str()), (200, "hello"));
+    for h in holding {
+        assert_eq!(h.await.unwrap(), 200);
+    }
+    let refused: Vec<u16> = futures_util::future::join_all(more).await.into_iter().map(|r| r.unwrap()).collect();
+    assert!(refused.iter().all(|s| *s == 503), "{refused:?}");
+}
