@@ -69,7 +69,7 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 
 async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
     let Event { envelope, kind, arrived } = event;
-    node.last_events.note(&envelope.mailbox(), &mut residence.noted);
+    node.last_events.note(|| envelope.mailbox(), &mut residence.noted);
     if let EventKind::Delete { reply } = kind {
         let _ = reply.send(delete(node, residence, &envelope).await);
         return;

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use wasmkeep_core::plan::Plan;
+use wasmkeep_core::quota;
 use wasmkeep_core::{Access, AppId, AppName, AppRef, ClassName, Limits, MailboxKey, TenantId};
 use wasmkeep_runtime::{ActorComponent, ActorHost, Egress, FrontComponent, GuestHost};
 use wasmkeep_scheduler::{Rates, Share, TenantRates};
@@ -117,7 +118,7 @@ impl<A: ActorHost, F: GuestHost> Version<A, F> {
 /// the tenants whose apps are suspended.
 pub(crate) struct Apps<A: ActorHost, F: GuestHost> {
     by_id: HashMap<AppId, Arc<App<A, F>>>,
-    by_name: HashMap<(TenantId, AppName), AppId>,
+    by_name: HashMap<TenantId, HashMap<AppName, AppId>>,
     suspended: HashSet<TenantId>,
     /// Tenants with a plan: their limits, buckets and shares.
     tenants: HashMap<TenantId, Arc<Tenant>>,
@@ -151,8 +152,7 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
     }
 
     pub fn named(&self, tenant: &TenantId, name: &AppName) -> Option<&Arc<App<A, F>>> {
-        // The key is owned; a lookup by borrowed parts would need a wrapper.
-        let id = self.by_name.get(&(tenant.clone(), name.clone()))?;
+        let id = self.by_name.get(tenant)?.get(name)?;
         self.by_id.get(id)
     }
 
@@ -194,6 +194,18 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
         self.by_id.values().filter(move |a| &a.reference.tenant == tenant)
     }
 
+    /// `tenant`'s share of `size` things (pool instances, front slots) by
+    /// the weights of the tenants holding some of them now (`held`), its
+    /// own included: the one place the weighted share is reckoned.
+    pub fn share_of(&self, tenant: &Tenant, size: usize, held: impl Fn(&Tenant) -> u32) -> u32 {
+        let total = self
+            .tenants
+            .values()
+            .filter(|t| held(t) > 0 || t.id == tenant.id)
+            .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight));
+        quota::fair_share(u32::try_from(size).unwrap_or(u32::MAX), tenant.plan.weight, total)
+    }
+
     /// Every tenant with a plan.
     pub fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
         self.tenants.values()
@@ -216,17 +228,22 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
         if let Some(app) = self.by_id.get(&reference.id) {
             return app.clone();
         }
-        let key = (reference.tenant.clone(), reference.name.clone());
-        let id = reference.id;
+        let (tenant, name, id) = (reference.tenant.clone(), reference.name.clone(), reference.id);
         let app = make(reference);
-        self.by_name.insert(key, id);
+        self.by_name.entry(tenant).or_default().insert(name, id);
         self.by_id.insert(id, app.clone());
         app
     }
 
     pub fn remove(&mut self, id: AppId) {
         if let Some(app) = self.by_id.remove(&id) {
-            self.by_name.remove(&(app.reference.tenant.clone(), app.reference.name.clone()));
+            let tenant = &app.reference.tenant;
+            if let Some(names) = self.by_name.get_mut(tenant) {
+                names.remove(&app.reference.name);
+                if names.is_empty() {
+                    self.by_name.remove(tenant);
+                }
+            }
         }
     }
 }

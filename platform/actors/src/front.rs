@@ -9,7 +9,6 @@ use std::time::Instant;
 use bytes::Bytes;
 use hyper::body::Body;
 use wasmkeep_core::deadline::front_call_deadline;
-use wasmkeep_core::quota;
 use wasmkeep_core::{AppRef, Caller, Chain, FrontError, Limits, MailboxKey, TraceContext};
 use wasmkeep_runtime::{CallError, EventFailure, FrontBody, FrontRun, GuestHost, GuestLabel, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait, InstanceLease, ShareTicket};
@@ -50,15 +49,9 @@ impl NodeInner {
         }
         if let Some(tenant) = &tenant {
             let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
-            let active: Vec<_> = apps
-                .tenants()
-                .filter(|t| t.front_slots.held() > 0 || t.id == tenant.id)
-                .map(|t| t.plan.weight)
-                .collect();
-            let total = active.iter().fold(0u32, |a, w| a.saturating_add(*w));
-            let size = u32::try_from(self.front_slots.size()).unwrap_or(u32::MAX);
+            let share = apps.share_of(tenant, self.front_slots.size(), |t| t.front_slots.held());
             // Its ticket for this request is held already.
-            if tenant.front_slots.held().saturating_sub(1) >= quota::fair_share(size, tenant.plan.weight, total) {
+            if tenant.front_slots.held().saturating_sub(1) >= share {
                 return Err(FrontError::Busy);
             }
         }

@@ -236,17 +236,12 @@ impl NodeInner {
     /// requester gives up one of its own, or is refused now (`503`).
     pub(crate) fn make_room(&self, requester: &app::Tenant) -> Result<(), Refusal> {
         let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
-        let active: Vec<&Arc<app::Tenant>> =
-            apps.tenants().filter(|t| t.residents.held() > 0 || t.id == requester.id).collect();
-        let total = active.iter().map(|t| t.plan.weight).fold(0u32, u32::saturating_add);
-        let pool = u32::try_from(self.pool.size()).unwrap_or(u32::MAX);
-        let share = |t: &app::Tenant| quota::fair_share(pool, t.plan.weight, total);
+        let residents = |t: &app::Tenant| t.residents.held();
+        let share = |t: &app::Tenant| apps.share_of(t, self.pool.size(), residents);
         // Its ticket for the actor it wakes is held already.
-        let held_before = requester.residents.held().saturating_sub(1);
-        if held_before < share(requester) {
-            let over = |t: &&&Arc<app::Tenant>| t.residents.held() > share(t) && self.idle.has_idle(&t.id);
-            let furthest = active.iter().filter(over).max_by_key(|t| t.residents.held() - share(t));
-            if let Some(victim) = furthest {
+        if residents(requester).saturating_sub(1) < share(requester) {
+            let over = |t: &&Arc<app::Tenant>| residents(t) > share(t) && self.idle.has_idle(&t.id);
+            if let Some(victim) = apps.tenants().filter(over).max_by_key(|t| residents(t) - share(t)) {
                 self.idle.evict_oldest(&victim.id);
             }
             return Ok(());
@@ -468,10 +463,14 @@ impl Node {
     /// Takes one of the tenant's requests (the public port, before it
     /// routes a request to the app): its requests-per-second quota.
     pub fn admit_request(&self, app: &AppRef) -> Result<(), Refusal> {
-        if let Some(entry) = self.0.app(app.id) {
-            entry.usage.request();
-        }
-        match self.0.tenant(app) {
+        let tenant = {
+            let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(entry) = apps.get(app.id) {
+                entry.usage.request();
+            }
+            apps.tenant(&app.tenant)
+        };
+        match tenant {
             Some(tenant) => tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait)),
             None => Ok(()),
         }

@@ -44,12 +44,14 @@ pub(crate) struct LastEvents {
 
 impl LastEvents {
     /// Notes an event of `key` now, unless one was noted within a second.
-    pub(crate) fn note(&self, key: &MailboxKey, noted: &mut Option<std::time::Instant>) {
+    /// The key is made only then: most events of a busy actor note nothing.
+    pub(crate) fn note(&self, key: impl FnOnce() -> MailboxKey, noted: &mut Option<std::time::Instant>) {
         let now = std::time::Instant::now();
         if noted.is_some_and(|at| now.duration_since(at) < std::time::Duration::from_secs(1)) {
             return;
         }
         *noted = Some(now);
+        let key = &key();
         let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= OWNED_MAX && !map.contains_key(key) {
