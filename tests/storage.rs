@@ -128,6 +128,39 @@ async fn keys_and_values_over_their_limits_are_refused() {
 }
 
 #[tokio::test]
+async fn a_commit_over_the_tenants_storage_is_refused_whole_and_its_answer_held() {
+    let limits = Limits { storage_tenant_bytes: 100, ..test_limits() };
+    let n = TestNode::start(limits, spec()).await;
+    let put = |actor: &str, path: &str, bytes: usize| {
+        n.send(n.client.put(format!("{}/actor/open/{actor}/{path}", n.url)).body(vec![b'x'; bytes]))
+    };
+    // 1 + 10 bytes, then a write that fits by what the event last knew
+    // (11 + 61) but not once another actor took 51 bytes meanwhile.
+    assert_eq!(put("a", "kv?key=k", 10).await.status, 204);
+    let late = put("a", "kv-then-wait?key=j&ms=400", 60);
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        put("b", "kv?key=k", 50).await
+    };
+    let (late, other) = tokio::join!(late, other);
+    assert_eq!(other.status, 204);
+    assert_eq!(
+        (late.status, late.body.as_str()),
+        (507, "over the plan's storage_bytes quota; something stored must be deleted first\n")
+    );
+    assert_eq!(n.get("/actor/open/a/kv?key=j").await.status, 404);
+    // A write the store's figures refuse is told to the guest at once.
+    let told = put("a", "kv?key=j", 60).await;
+    assert_eq!(
+        (told.status, told.body.as_str()),
+        (400, "too large: storage quota: this account's actors would store 123 bytes; the plan allows 100; nothing of this event is stored")
+    );
+    // Freeing room lets it in.
+    assert_eq!(n.send(n.client.delete(format!("{}/actor/open/b/kv?key=k", n.url))).await.status, 204);
+    assert_eq!(put("a", "kv?key=j", 60).await.status, 204);
+}
+
+#[tokio::test]
 async fn actors_storage_is_private() {
     let n = TestNode::start(test_limits(), spec()).await;
     n.send(n.client.put(format!("{}/actor/open/a/kv?key=secret", n.url)).body("a's")).await;

@@ -49,11 +49,11 @@ impl ActorHost for MemoryHost {
     async fn storage_get(&mut self, key: String) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.kv.get(&key).cloned())
     }
-    fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
+    async fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
         self.kv.insert(key, value);
         Ok(())
     }
-    fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
+    async fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
         self.kv.remove(&key);
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! hibernates when idle.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use wasmkeep_core::response::check as check_response;
@@ -9,7 +10,7 @@ use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
 };
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
-use wasmkeep_storage::Wake;
+use wasmkeep_storage::{StoreError, Wake};
 
 use crate::NodeInner;
 use crate::actor_host::{ActorEventHost, EventContext, Outcome};
@@ -230,6 +231,15 @@ async fn execute(
                     let deleted = close::ACTOR_DELETED;
                     node.sockets.close_all(&MailboxKey::of(&actor), deleted.code, deleted.reason);
                     Ok(answer)
+                }
+                Err(StoreError::OverBudget(over)) => {
+                    // Another of the tenant's actors took the room since the
+                    // event's writes were checked: nothing of it is stored,
+                    // and its answer does not leave. The instance goes (its
+                    // memory may hold what was not stored); the epoch stays.
+                    residence.instance = None;
+                    let tenant = &envelope.app.tenant;
+                    Err(node.over_quota(tenant, crate::actor_host::over_quota(&over), Duration::ZERO).into())
                 }
                 Err(e) => {
                     // Fenced or failed: the instance and its owner epoch go,

@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use wasmkeep_core::deadline::actor_call_deadline;
 use wasmkeep_core::listing::Listing;
+use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{ActorKey, AppRef, Caller, Chain, Limits, TraceContext};
 use wasmkeep_runtime::{
     ActorHost, CallError, GuestHost, Page, Request, Response, SocketError, SocketSend, StorageError,
 };
-use wasmkeep_storage::{Epoch, Store, StoreError, WriteBatch};
+use wasmkeep_storage::{BudgetScope, Epoch, OverBudget, StorageBudget, Store, StoreError, Stored, WriteBatch};
 
 use crate::NodeInner;
 use crate::calls::CallSide;
@@ -29,6 +30,17 @@ pub(crate) struct StorageGate {
     /// A commit of this event's writes failed (before a call or a socket
     /// send): the event cannot end well, whatever the guest does next.
     broken: Option<StoreError>,
+    /// What the actor's plan lets it store.
+    budget: StorageBudget,
+    /// What the actor and its tenant would store with the batch so far, as
+    /// the store last said, and the bytes written since: their sum bounds
+    /// what a commit would leave, so a write within the budget by it needs
+    /// no store read. `None` until the store is asked (after a wake).
+    known: Option<Stored>,
+    written: u64,
+    /// A write of this event went over the budget: its writes are dropped
+    /// and every later one is refused; the guest was told.
+    over: Option<OverBudget>,
 }
 
 /// What an event left of its actor.
@@ -39,12 +51,42 @@ pub(crate) enum Outcome {
 }
 
 impl StorageGate {
+    fn new(store: Arc<dyn Store>, key: ActorKey, epoch: Epoch, limits: &Limits) -> Self {
+        Self {
+            store,
+            key,
+            epoch,
+            batch: WriteBatch::default(),
+            deleted: false,
+            broken: None,
+            budget: budget(limits),
+            known: None,
+            written: 0,
+            over: None,
+        }
+    }
+
     /// Readies the gate for an event committing under `epoch`.
-    fn begin(&mut self, epoch: Epoch) {
+    fn begin(&mut self, epoch: Epoch, limits: &Limits) {
+        if epoch != self.epoch {
+            // Woken afresh: what was stored may have changed meanwhile.
+            self.known = None;
+        }
         self.epoch = epoch;
         self.batch = WriteBatch::default();
         self.deleted = false;
         self.broken = None;
+        self.budget = budget(limits);
+        self.written = 0;
+        self.over = None;
+    }
+
+    /// Commits `batch` under the event's epoch and budget.
+    async fn commit(&mut self, batch: &WriteBatch) -> Result<(), StoreError> {
+        let stored = self.store.commit(&self.key, self.epoch, batch, self.budget).await?;
+        self.known = Some(stored);
+        self.written = 0;
+        Ok(())
     }
 
     /// Whether a commit of the current event failed.
@@ -59,7 +101,7 @@ impl StorageGate {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.batch);
-        let committed = self.store.commit(&self.key, self.epoch, &batch).await;
+        let committed = self.commit(&batch).await;
         if let Err(e) = &committed {
             self.broken = Some(e.clone());
         }
@@ -80,7 +122,7 @@ impl StorageGate {
             return Ok(Outcome::Deleted);
         }
         if !batch.is_empty() {
-            self.store.commit(&self.key, self.epoch, &batch).await?;
+            self.commit(&batch).await?;
         }
         Ok(Outcome::Kept)
     }
@@ -95,13 +137,46 @@ impl StorageGate {
         self.store.get(&self.key, key).await
     }
 
-    fn set(&mut self, key: String, value: Option<Vec<u8>>) {
+    /// Buffers a write, refusing it (and dropping the event's writes) when
+    /// a commit with it would go over the budget.
+    async fn set(&mut self, key: String, value: Option<Vec<u8>>) -> Result<(), StoreError> {
+        if let Some(over) = self.over {
+            return Err(StoreError::OverBudget(over));
+        }
+        let adds = value.as_ref().map_or(0, |v| (key.len() + v.len()) as u64);
         self.batch.writes.insert(key, value);
+        if adds == 0 || self.budget.is_unbounded() {
+            return Ok(());
+        }
+        self.written += adds;
+        let bound = self.known.map(|known| known.grown(self.written.min(i64::MAX as u64) as i64));
+        if bound.is_some_and(|bound| self.budget.check(bound, 1).is_ok()) {
+            return Ok(());
+        }
+        // Near the budget: ask the store exactly.
+        let (now, growth) = self.store.stored(&self.key, &self.batch).await?;
+        if let Err(over) = self.budget.check(now.grown(growth), growth) {
+            self.over = Some(over);
+            self.batch = WriteBatch::default();
+            return Err(StoreError::OverBudget(over));
+        }
+        self.known = Some(now.grown(growth));
+        self.written = 0;
+        Ok(())
     }
 
-    fn clear(&mut self) {
+    fn clear(&mut self) -> Result<(), StoreError> {
+        if let Some(over) = self.over {
+            return Err(StoreError::OverBudget(over));
+        }
         self.batch.clear = true;
         self.batch.writes.clear();
+        Ok(())
+    }
+
+    /// Whether a write of this event went over the budget.
+    fn is_over(&self) -> bool {
+        self.over.is_some()
     }
 
     async fn list(&self, prefix: &str, cursor: Option<&str>, limit: u32) -> Result<Page, StoreError> {
@@ -145,14 +220,7 @@ impl ActorEventHost {
     pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
         Self {
             address: key.address.to_string(),
-            gate: StorageGate {
-                store: node.store.clone(),
-                key: key.clone(),
-                epoch: event.epoch,
-                batch: WriteBatch::default(),
-                deleted: false,
-                broken: None,
-            },
+            gate: StorageGate::new(node.store.clone(), key.clone(), event.epoch, &event.limits),
             node,
             app,
             key,
@@ -162,13 +230,28 @@ impl ActorEventHost {
 
     /// Readies the host for an event.
     pub(crate) fn begin(&mut self, event: EventContext) {
-        self.gate.begin(event.epoch);
+        self.gate.begin(event.epoch, &event.limits);
         self.event = event;
     }
 
     /// Commits the event's writes (or deletes the actor).
     pub(crate) async fn finish(&mut self) -> Result<Outcome, StoreError> {
         self.gate.finish().await
+    }
+
+    /// A write's answer to the guest; the first write of an event over its
+    /// storage budget is counted as a quota refusal.
+    fn write_refused(&self, write: Result<(), StoreError>, first: bool) -> Result<(), StorageError> {
+        match write {
+            Ok(()) => Ok(()),
+            Err(StoreError::OverBudget(over)) => {
+                if first {
+                    self.node.over_quota(&self.app.tenant, over_quota(&over), std::time::Duration::ZERO);
+                }
+                Err(StorageError::TooLarge(format!("{over}; nothing of this event is stored")))
+            }
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     fn check_key(&self, key: &str) -> Result<(), StorageError> {
@@ -183,6 +266,20 @@ impl ActorEventHost {
 fn unavailable(e: StoreError) -> StorageError {
     tracing::warn!("storage read failed: {e}");
     StorageError::Unavailable("the store is unavailable".into())
+}
+
+/// What a plan's limits let one actor store (0: no bound).
+fn budget(limits: &Limits) -> StorageBudget {
+    let bound = |n: u64| if n == 0 { u64::MAX } else { n };
+    StorageBudget { actor: bound(limits.storage_actor_bytes), tenant: bound(limits.storage_tenant_bytes) }
+}
+
+/// The quota a refused commit or write went over.
+pub(crate) fn over_quota(over: &OverBudget) -> Quota {
+    match over.scope {
+        BudgetScope::Actor => Quota::ActorStorage,
+        BudgetScope::Tenant => Quota::TenantStorage,
+    }
 }
 
 impl GuestHost for ActorEventHost {
@@ -249,20 +346,21 @@ impl ActorHost for ActorEventHost {
         self.gate.get(&key).await.map_err(unavailable)
     }
 
-    fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
+    async fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError> {
         self.check_key(&key)?;
         let limit = self.event.limits.storage_value_bytes as usize;
         if value.len() > limit {
             return Err(StorageError::TooLarge(format!("value is {} bytes; the limit is {limit}", value.len())));
         }
-        self.gate.set(key, Some(value));
-        Ok(())
+        let first = !self.gate.is_over();
+        let set = self.gate.set(key, Some(value)).await;
+        self.write_refused(set, first)
     }
 
-    fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
+    async fn storage_delete(&mut self, key: String) -> Result<(), StorageError> {
         self.check_key(&key)?;
-        self.gate.set(key, None);
-        Ok(())
+        let set = self.gate.set(key, None).await;
+        self.write_refused(set, false)
     }
 
     async fn storage_list(&mut self, prefix: String, cursor: Option<String>, limit: u32) -> Result<Page, StorageError> {
@@ -270,8 +368,8 @@ impl ActorHost for ActorEventHost {
     }
 
     fn storage_delete_all(&mut self) -> Result<(), StorageError> {
-        self.gate.clear();
-        Ok(())
+        let clear = self.gate.clear();
+        self.write_refused(clear, false)
     }
 
     fn delete_self(&mut self) {
@@ -316,7 +414,7 @@ mod tests {
             clear: false,
             writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect(),
         };
-        store.commit(&key, epoch, &batch).await.unwrap();
+        store.commit(&key, epoch, &batch, wasmkeep_storage::StorageBudget::UNBOUNDED).await.unwrap();
         let app = Arc::new(AppRef {
             id: AppId(1),
             tenant: wasmkeep_core::TenantId::parse("t").unwrap(),
@@ -327,14 +425,48 @@ mod tests {
     }
 
     fn context(epoch: Epoch) -> EventContext {
+        context_with(epoch, wasmkeep_core::Limits::default())
+    }
+
+    fn context_with(epoch: Epoch, limits: wasmkeep_core::Limits) -> EventContext {
         EventContext {
             epoch,
             values: Arc::default(),
             started: Instant::now(),
             chain: Chain::new(),
-            limits: Arc::new(wasmkeep_core::Limits::default()),
+            limits: Arc::new(limits),
             trace: TraceContext::default(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_write_over_the_actors_budget_is_refused_and_nothing_of_its_event_is_stored() {
+        // "a" and "b" stored: 4 bytes.
+        let (_d, mut h) = host_with(&["a", "b"]).await;
+        let epoch = h.event.epoch;
+        let limits = wasmkeep_core::Limits { storage_actor_bytes: 20, ..Default::default() };
+        h.begin(context_with(epoch, limits.clone()));
+        h.storage_set("c".into(), vec![b'x'; 9]).await.unwrap();
+        h.storage_delete("a".into()).await.unwrap();
+        // 4 - 2 + 10 + 7 = 19 fits; one more byte does not.
+        h.storage_set("d".into(), vec![b'x'; 6]).await.unwrap();
+        let refused = h.storage_set("e".into(), vec![b'x'; 1]).await.unwrap_err();
+        let StorageError::TooLarge(text) = refused else { panic!("{refused:?}") };
+        assert_eq!(text, "storage quota: this actor would store 21 bytes; the plan allows 20; nothing of this event is stored");
+        // Every later write of the event is refused; its earlier ones are gone.
+        assert!(h.storage_set("f".into(), Vec::new()).await.is_err());
+        assert!(h.storage_delete("b".into()).await.is_err());
+        assert!(h.storage_delete_all().is_err());
+        assert_eq!(h.storage_get("a".into()).await.unwrap(), Some(b"a".to_vec()));
+        assert_eq!(h.finish().await, Ok(Outcome::Kept));
+        assert_eq!(pages(&mut h, "", 10).await, [["a", "b"]]);
+        // The next event starts afresh; an overwrite counts what it replaces.
+        h.begin(context_with(epoch, limits));
+        h.storage_set("a".into(), vec![b'x'; 17]).await.unwrap();
+        h.storage_set("a".into(), vec![b'x'; 1]).await.unwrap();
+        h.storage_set("c".into(), vec![b'x'; 14]).await.unwrap();
+        assert_eq!(h.finish().await, Ok(Outcome::Kept));
+        assert_eq!(pages(&mut h, "", 10).await, [["a", "b", "c"]]);
     }
 
     async fn pages(host: &mut ActorEventHost, prefix: &str, limit: u32) -> Vec<Vec<String>> {
@@ -355,24 +487,24 @@ mod tests {
     async fn reads_see_pending_writes_deletes_and_clears() {
         let (_d, mut h) = host_with(&["a", "b"]).await;
         assert_eq!(h.storage_get("a".into()).await.unwrap(), Some(b"a".to_vec()));
-        h.storage_set("a".into(), b"new".to_vec()).unwrap();
-        h.storage_delete("b".into()).unwrap();
+        h.storage_set("a".into(), b"new".to_vec()).await.unwrap();
+        h.storage_delete("b".into()).await.unwrap();
         assert_eq!(h.storage_get("a".into()).await.unwrap(), Some(b"new".to_vec()));
         assert_eq!(h.storage_get("b".into()).await.unwrap(), None);
         h.storage_delete_all().unwrap();
         assert_eq!(h.storage_get("a".into()).await.unwrap(), None);
-        h.storage_set("c".into(), b"c".to_vec()).unwrap();
+        h.storage_set("c".into(), b"c".to_vec()).await.unwrap();
         assert_eq!(pages(&mut h, "", 0).await, vec![vec!["c"]]);
     }
 
     #[tokio::test]
     async fn listing_merges_pending_writes_page_by_page() {
         let (_d, mut h) = host_with(&["a/1", "a/2", "a/3", "a/4", "a/5", "b/1"]).await;
-        h.storage_set("a/3".into(), b"x".to_vec()).unwrap();
-        h.storage_set("a/6".into(), b"x".to_vec()).unwrap();
-        h.storage_set("a/0".into(), b"x".to_vec()).unwrap();
-        h.storage_delete("a/2".into()).unwrap();
-        h.storage_delete("a/4".into()).unwrap();
+        h.storage_set("a/3".into(), b"x".to_vec()).await.unwrap();
+        h.storage_set("a/6".into(), b"x".to_vec()).await.unwrap();
+        h.storage_set("a/0".into(), b"x".to_vec()).await.unwrap();
+        h.storage_delete("a/2".into()).await.unwrap();
+        h.storage_delete("a/4".into()).await.unwrap();
         assert_eq!(pages(&mut h, "a/", 2).await, vec![vec!["a/0", "a/1"], vec!["a/3", "a/5"], vec!["a/6"]]);
         assert_eq!(pages(&mut h, "a/", 0).await, vec![vec!["a/0", "a/1", "a/3", "a/5", "a/6"]]);
         assert_eq!(pages(&mut h, "b/", 1).await, vec![vec!["b/1"]]);
@@ -381,7 +513,7 @@ mod tests {
         assert_eq!(page.entries.len(), 1);
         // Deletes that hide a full page still leave the rest reachable.
         for k in ["a/0", "a/1", "a/3", "a/5"] {
-            h.storage_delete(k.into()).unwrap();
+            h.storage_delete(k.into()).await.unwrap();
         }
         let all: Vec<String> = pages(&mut h, "a/", 1).await.into_iter().flatten().collect();
         assert_eq!(all, ["a/6"]);
@@ -402,12 +534,12 @@ mod tests {
     #[tokio::test]
     async fn finish_commits_or_deletes() {
         let (_d, mut h) = host_with(&["a"]).await;
-        h.storage_set("b".into(), b"b".to_vec()).unwrap();
+        h.storage_set("b".into(), b"b".to_vec()).await.unwrap();
         assert_eq!(h.finish().await.unwrap(), Outcome::Kept);
         let epoch = h.gate.epoch;
         h.begin(context(epoch));
         assert_eq!(pages(&mut h, "", 0).await, vec![vec!["a", "b"]]);
-        h.storage_set("c".into(), b"c".to_vec()).unwrap();
+        h.storage_set("c".into(), b"c".to_vec()).await.unwrap();
         h.delete_self();
         assert_eq!(h.finish().await.unwrap(), Outcome::Deleted);
         h.begin(context(epoch));

@@ -26,6 +26,8 @@ struct Serve {
     log: Arc<Mutex<String>>,
     /// `/metrics`, when it was asked to serve them.
     metrics: Option<String>,
+    /// The flags it was started with beyond the usual ones.
+    extra: Vec<String>,
 }
 
 impl Drop for Serve {
@@ -79,15 +81,25 @@ impl Serve {
                 kept.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
-        Self { child, api: api.unwrap(), public: public.unwrap(), data: data.to_path_buf(), log, metrics }
+        let extra = extra.iter().map(|s| s.to_string()).collect();
+        Self { child, api: api.unwrap(), public: public.unwrap(), data: data.to_path_buf(), log, metrics, extra }
     }
 
     /// Stops it and starts it again on the same data and API address (a
     /// client's saved login names the API by its URL).
     fn restart(self) -> Self {
         let (data, api) = (self.data.clone(), self.api.trim_start_matches("http://").to_owned());
+        let mut extra: Vec<String> = vec!["--api-listen".into(), api];
+        let mut kept = self.extra.iter();
+        while let Some(flag) = kept.next() {
+            if flag == "--api-listen" {
+                kept.next();
+            } else {
+                extra.push(flag.clone());
+            }
+        }
         self.stop();
-        Self::start(&data, &["--api-listen", &api])
+        Self::start(&data, &extra.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     fn stop(mut self) {
@@ -138,6 +150,19 @@ impl Serve {
             .unwrap();
         let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
         (r.status().as_u16(), retry, r.text().await.unwrap())
+    }
+
+    /// A `PUT` of `body` to the public port.
+    async fn public_put(&self, host: &str, path: &str, body: Vec<u8>) -> (u16, String) {
+        let r = reqwest::Client::new()
+            .put(format!("http://{}{path}", self.public))
+            .header("host", host)
+            .body(body)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
     }
 
     /// The value of one sample of `/metrics`.
@@ -711,6 +736,54 @@ async fn each_quota_is_enforced_named_and_counted() {
     assert!(text.contains("requests_per_second"), "{text}");
     assert!(s.metric(&quota("requests_per_second")).await >= 2.0);
     assert!(s.metric("wasmkeep_refusals_total{reason=\"quota\"}").await >= 3.0);
+}
+
+#[tokio::test]
+async fn a_plan_bounds_what_an_actor_and_a_tenant_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(dir.path(), &[("storage_bytes_per_actor", "1000"), ("storage_bytes", "2500")]);
+    let data = dir.path().join("data");
+    let s = Serve::start(&data, &["--plans", plans.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    deploy(&s, &t, "chat").await;
+    let other = signup(&s, "other").await;
+    deploy(&s, &other, "shop").await;
+    let (shop, chat) = ("shop.acme.localhost", "chat.acme.localhost");
+    let quota = |name: &str| format!("wasmkeep_quota_refusals_total{{tenant=\"acme\",quota=\"{name}\"}}");
+    let x = |n: usize| vec![b'x'; n];
+
+    // One actor: 1 + 900 bytes fit its 1000; 1 + 100 more do not, and the
+    // guest reads why.
+    assert_eq!(s.public_put(shop, "/actor/probe/a/kv?key=k", x(900)).await.0, 204);
+    let (status, text) = s.public_put(shop, "/actor/probe/a/kv?key=j", x(100)).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (400, "too large: storage quota: this actor would store 1002 bytes; the plan allows 1000; nothing of this event is stored")
+    );
+    assert_eq!(s.public(shop, "/actor/probe/a/kv?key=j").await.0, 404);
+    assert_eq!(s.metric(&quota("storage_bytes_per_actor")).await, 1.0);
+    // Overwriting a key counts only what it adds.
+    assert_eq!(s.public_put(shop, "/actor/probe/a/kv?key=k", x(999)).await.0, 204);
+    // The tenant: its actors in every app share 2500 bytes.
+    assert_eq!(s.public_put(chat, "/actor/probe/b/kv?key=k", x(999)).await.0, 204);
+    let (status, text) = s.public_put(chat, "/actor/probe/c/kv?key=k", x(501)).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (400, "too large: storage quota: this account's actors would store 2502 bytes; the plan allows 2500; nothing of this event is stored")
+    );
+    assert_eq!(s.metric(&quota("storage_bytes")).await, 1.0);
+    // Another tenant's room is its own.
+    assert_eq!(s.public_put("shop.other.localhost", "/actor/probe/a/kv?key=k", x(999)).await.0, 204);
+    // Deleting an actor frees its bytes, and the figures survive a restart.
+    let s = s.restart();
+    assert_eq!(s.api("DELETE", "/v1/apps/chat/actors/probe/b", Some(&t), None).await.0, 204);
+    assert_eq!(s.public_put(chat, "/actor/probe/c/kv?key=k", x(501)).await.0, 204);
+    let (status, text) = s.public_put(shop, "/actor/probe/a/kv?key=j", x(1)).await;
+    assert!(status == 400 && text.contains("this actor would store 1002 bytes"), "{text}");
+    let (_, usage) = s.api("GET", "/v1/usage", Some(&t), None).await;
+    let bytes: Vec<_> = usage["apps"].as_array().unwrap().iter().map(|a| a["storage_bytes"].as_u64().unwrap()).collect();
+    assert_eq!(bytes.iter().sum::<u64>(), 1000 + 502, "{usage}");
 }
 
 #[tokio::test]

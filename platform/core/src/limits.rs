@@ -43,6 +43,11 @@ pub struct Limits {
     pub storage_key_bytes: u32,
     /// A storage value, in bytes.
     pub storage_value_bytes: u64,
+    /// Stored bytes (keys and values) of one actor; 0: no bound. A plan
+    /// sets it for its tenants.
+    pub storage_actor_bytes: u64,
+    /// Stored bytes of all of one tenant's actors; 0: no bound.
+    pub storage_tenant_bytes: u64,
     /// Instances in the node's pool, front slots included.
     pub pool_instances: u32,
     /// The public port: a request head must arrive whole within this, from
@@ -102,6 +107,8 @@ impl Default for Limits {
             relay_secs: 30.0,
             storage_key_bytes: 2048,
             storage_value_bytes: MIB,
+            storage_actor_bytes: 0,
+            storage_tenant_bytes: 0,
             pool_instances: 1000,
             header_read_secs: 10.0,
             keepalive_idle_secs: 30.0,

@@ -65,6 +65,8 @@ impl Plan {
         let l = &self.limits;
         let lower_f = |plan: Option<f64>, node: f64| plan.map_or(node, |p| p.min(node));
         let lower = |plan: Option<u64>, node: u64| plan.map_or(node, |p| p.min(node));
+        // A node bound of 0 is none.
+        let lower_bound = |plan: u64, node: u64| if node == 0 { plan } else { plan.min(node) };
         Limits {
             wall_per_event_secs: lower_f(l.wall_per_event_secs, node.wall_per_event_secs),
             front_wall_secs: lower_f(l.front_wall_secs, node.front_wall_secs),
@@ -72,6 +74,8 @@ impl Plan {
             body_bytes: lower(l.body_bytes, node.body_bytes),
             socket_message_bytes: lower(l.socket_message_bytes, node.socket_message_bytes),
             storage_value_bytes: lower(l.storage_value_bytes, node.storage_value_bytes),
+            storage_actor_bytes: lower_bound(self.storage_bytes_per_actor, node.storage_actor_bytes),
+            storage_tenant_bytes: lower_bound(self.storage_bytes, node.storage_tenant_bytes),
             ..node.clone()
         }
     }
@@ -133,7 +137,12 @@ mod tests {
     #[test]
     fn a_plan_lowers_limits_and_never_raises_them() {
         let node = Limits::default();
-        assert_eq!(plan().limits(&node), node);
+        let l = plan().limits(&node);
+        assert_eq!((l.storage_actor_bytes, l.storage_tenant_bytes), (1 << 20, 1 << 30));
+        assert_eq!(Limits { storage_actor_bytes: 0, storage_tenant_bytes: 0, ..l }, node);
+        let bounded = Limits { storage_actor_bytes: 1000, storage_tenant_bytes: 1 << 40, ..node.clone() };
+        let l = plan().limits(&bounded);
+        assert_eq!((l.storage_actor_bytes, l.storage_tenant_bytes), (1000, 1 << 30));
         let mut p = plan();
         p.limits = PlanLimits {
             wall_per_event_secs: Some(5.0),

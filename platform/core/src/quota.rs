@@ -19,11 +19,23 @@ pub enum Quota {
     Sockets,
     /// Outbound requests per second of the tenant's guests.
     Egress,
+    /// Stored bytes of one actor.
+    ActorStorage,
+    /// Stored bytes of all of the tenant's actors.
+    TenantStorage,
 }
 
 impl Quota {
-    pub const ALL: [Quota; 6] =
-        [Quota::Requests, Quota::ActorEvents, Quota::Creations, Quota::ResidentActors, Quota::Sockets, Quota::Egress];
+    pub const ALL: [Quota; 8] = [
+        Quota::Requests,
+        Quota::ActorEvents,
+        Quota::Creations,
+        Quota::ResidentActors,
+        Quota::Sockets,
+        Quota::Egress,
+        Quota::ActorStorage,
+        Quota::TenantStorage,
+    ];
 
     /// Its name in `wasmkeep_quota_refusals_total{quota}` and in answers.
     pub fn label(self) -> &'static str {
@@ -34,16 +46,25 @@ impl Quota {
             Self::ResidentActors => "resident_actors",
             Self::Sockets => "sockets",
             Self::Egress => "egress_requests_per_second",
+            Self::ActorStorage => "storage_bytes_per_actor",
+            Self::TenantStorage => "storage_bytes",
         }
     }
 
     /// The status of its refusal: a rate is `429` (slow down), a bound on
-    /// what is held is `503` (come back when some is let go).
+    /// what is held is `503` (come back when some is let go), stored bytes
+    /// are `507` (waiting frees none: something stored must go).
     pub fn status(self) -> u16 {
         match self {
             Self::Requests | Self::ActorEvents | Self::Creations | Self::Egress => 429,
             Self::ResidentActors | Self::Sockets => 503,
+            Self::ActorStorage | Self::TenantStorage => 507,
         }
+    }
+
+    /// Whether waiting ends the refusal, so that it carries `Retry-After`.
+    pub fn passes(self) -> bool {
+        self.status() != 507
     }
 }
 
@@ -93,5 +114,7 @@ mod tests {
         assert_eq!(labels.len(), Quota::ALL.len());
         assert_eq!(Quota::Requests.status(), 429);
         assert_eq!(Quota::ResidentActors.status(), 503);
+        assert_eq!(Quota::ActorStorage.status(), 507);
+        assert!(Quota::Sockets.passes() && !Quota::TenantStorage.passes());
     }
 }

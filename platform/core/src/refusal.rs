@@ -44,7 +44,7 @@ pub enum Refusal {
     #[error("the actor could not take the request before its deadline")]
     DeadlinePassed,
     /// The tenant is over one of its plan's quotas.
-    #[error("over the plan's {} quota; retry in {retry_after} s", quota.label())]
+    #[error("over the plan's {} quota{}", quota.label(), retry_text(*quota, *retry_after))]
     Quota { quota: Quota, retry_after: u32 },
     /// The store failed; the text is for the log, not the client.
     #[error("store unavailable")]
@@ -70,6 +70,10 @@ impl Refusal {
             Self::StoreUnavailable(_) => "store_unavailable",
         }
     }
+}
+
+fn retry_text(quota: Quota, retry_after: u32) -> String {
+    if quota.passes() { format!("; retry in {retry_after} s") } else { "; something stored must be deleted first".into() }
 }
 
 /// Why an event gave no response of the actor's.
@@ -230,7 +234,7 @@ impl Failure {
                 Refusal::Suspended => (503, Some(60)),
                 Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
                 Refusal::DeadlinePassed => (504, None),
-                Refusal::Quota { quota, retry_after } => (quota.status(), Some(*retry_after)),
+                Refusal::Quota { quota, retry_after } => (quota.status(), quota.passes().then_some(*retry_after)),
             },
             Self::Event(EventError::Trapped | EventError::InvalidResponse | EventError::AnswerTooLarge(_)) => {
                 (500, None)
@@ -301,6 +305,7 @@ mod tests {
             Refusal::DeadlinePassed,
             Refusal::Quota { quota: Quota::Requests, retry_after: 2 },
             Refusal::Quota { quota: Quota::ResidentActors, retry_after: 1 },
+            Refusal::Quota { quota: Quota::TenantStorage, retry_after: 0 },
             Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
         ];
         let events = [
@@ -354,6 +359,7 @@ mod tests {
                 (504, None, "the actor could not take the request before its deadline\n"),
                 (429, Some(2), "over the plan's requests_per_second quota; retry in 2 s\n"),
                 (503, Some(1), "over the plan's resident_actors quota; retry in 1 s\n"),
+                (507, None, "over the plan's storage_bytes quota; something stored must be deleted first\n"),
                 (503, Some(1), "store unavailable\n"),
                 (500, None, "the actor failed\n"),
                 (504, None, "the actor's event ran past its wall\n"),

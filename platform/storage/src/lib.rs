@@ -34,6 +34,10 @@ pub enum StoreError {
     /// the actor since.
     #[error("stale owner epoch")]
     Fenced,
+    /// The commit would store more than its budget allows; nothing of it
+    /// was written.
+    #[error("{0}")]
+    OverBudget(OverBudget),
     #[error("store: {0}")]
     Backend(String),
 }
@@ -63,6 +67,74 @@ impl WriteBatch {
     }
 }
 
+/// What one commit may leave stored, in bytes of keys and values: the
+/// actor's own and its tenant's in all. A commit that shrinks what is
+/// stored always passes (an actor over a lowered budget can still delete).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageBudget {
+    pub actor: u64,
+    pub tenant: u64,
+}
+
+impl StorageBudget {
+    pub const UNBOUNDED: Self = Self { actor: u64::MAX, tenant: u64::MAX };
+
+    /// Whether no commit can exceed it.
+    pub fn is_unbounded(&self) -> bool {
+        *self == Self::UNBOUNDED
+    }
+
+    /// The first of the budget's bounds that `stored` (after a commit
+    /// growing the actor's bytes by `growth`) breaks.
+    pub fn check(&self, stored: Stored, growth: i64) -> Result<(), OverBudget> {
+        if growth <= 0 {
+            return Ok(());
+        }
+        if stored.actor > self.actor {
+            return Err(OverBudget { scope: BudgetScope::Actor, would: stored.actor, limit: self.actor });
+        }
+        if stored.tenant > self.tenant {
+            return Err(OverBudget { scope: BudgetScope::Tenant, would: stored.tenant, limit: self.tenant });
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of keys and values stored: by one actor, and by all of its
+/// tenant's actors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stored {
+    pub actor: u64,
+    pub tenant: u64,
+}
+
+impl Stored {
+    /// What is stored after a commit adding `growth` bytes (negative: freeing).
+    pub fn grown(self, growth: i64) -> Stored {
+        let add = |n: u64| n.saturating_add_signed(growth);
+        Stored { actor: add(self.actor), tenant: add(self.tenant) }
+    }
+}
+
+/// Which bound of a [`StorageBudget`] a commit would break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetScope {
+    Actor,
+    Tenant,
+}
+
+/// A commit refused by its budget: what it would have left stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("storage quota: {} would store {would} bytes; the plan allows {limit}", match scope {
+    BudgetScope::Actor => "this actor",
+    BudgetScope::Tenant => "this account's actors",
+})]
+pub struct OverBudget {
+    pub scope: BudgetScope,
+    pub would: u64,
+    pub limit: u64,
+}
+
 /// The data plane's store.
 #[async_trait]
 pub trait ActorStore: Send + Sync + 'static {
@@ -83,8 +155,19 @@ pub trait ActorStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
-    /// Applies `batch` atomically if `epoch` is still the actor's.
-    async fn commit(&self, actor: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<(), StoreError>;
+    /// Applies `batch` atomically if `epoch` is still the actor's and what
+    /// it leaves stored is within `budget`; answers what is stored after.
+    async fn commit(
+        &self,
+        actor: &ActorKey,
+        epoch: Epoch,
+        batch: &WriteBatch,
+        budget: StorageBudget,
+    ) -> Result<Stored, StoreError>;
+
+    /// What is stored now, and how many bytes committing `batch` would add
+    /// (negative: free); writes nothing.
+    async fn stored(&self, actor: &ActorKey, batch: &WriteBatch) -> Result<(Stored, i64), StoreError>;
 
     /// Deletes the actor's storage and marks it deleted (a state, not an
     /// absence: its record stays), if `epoch` is still the actor's.

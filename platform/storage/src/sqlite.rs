@@ -16,8 +16,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore,
-    TokenRecord, Wake, WriteBatch,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
+    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -74,6 +74,17 @@ const MIGRATIONS: &[&str] = &[
         app INTEGER NOT NULL, name TEXT NOT NULL, sealed BLOB NOT NULL,
         PRIMARY KEY (app, name)
     );
+    ",
+    // 2: stored bytes kept per actor and per app, for the storage quotas
+    // (a sum over the keys on every commit would grow with the data).
+    "
+    ALTER TABLE actors ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE apps ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE actors SET bytes = (
+        SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv
+        WHERE kv.app = actors.app AND kv.class = actors.class AND kv.name = actors.name
+    );
+    UPDATE apps SET bytes = (SELECT COALESCE(SUM(bytes), 0) FROM actors WHERE actors.app = apps.id);
     ",
 ];
 
@@ -147,6 +158,32 @@ fn check_epoch(tx: &rusqlite::Transaction<'_>, actor: &ActorKey, epoch: Epoch) -
     if current == Some(epoch.0) { Ok(()) } else { Err(StoreError::Fenced) }
 }
 
+/// What the actor and its tenant store before `batch`, and how many bytes
+/// `batch` adds to both (negative: frees).
+fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(Stored, i64), StoreError> {
+    let (app, class, name) = parts(actor);
+    let actor_bytes: i64 = conn
+        .prepare_cached("SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
+        .query_row(params![app, class, name], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    let tenant_bytes: i64 = conn
+        .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM apps WHERE tenant = (SELECT tenant FROM apps WHERE id = ?1)")?
+        .query_row(params![app], |r| r.get(0))?;
+    let mut growth = if batch.clear { -actor_bytes } else { 0 };
+    let mut old_size = conn.prepare_cached(
+        "SELECT LENGTH(CAST(key AS BLOB)) + LENGTH(value) FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3 AND key = ?4",
+    )?;
+    for (key, value) in &batch.writes {
+        let new = value.as_ref().map_or(0, |v| (key.len() + v.len()) as i64);
+        let old: i64 =
+            if batch.clear { 0 } else { old_size.query_row(params![app, class, name, key], |r| r.get(0)).optional()?.unwrap_or(0) };
+        growth += new - old;
+    }
+    let before = Stored { actor: actor_bytes.max(0) as u64, tenant: tenant_bytes.max(0) as u64 };
+    Ok((before, growth))
+}
+
 #[async_trait]
 impl ActorStore for SqliteStore {
     async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
@@ -210,11 +247,20 @@ impl ActorStore for SqliteStore {
         Ok(out)
     }
 
-    async fn commit(&self, actor: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<(), StoreError> {
+    async fn commit(
+        &self,
+        actor: &ActorKey,
+        epoch: Epoch,
+        batch: &WriteBatch,
+        budget: StorageBudget,
+    ) -> Result<Stored, StoreError> {
         let (app, class, name) = parts(actor);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         check_epoch(&tx, actor, epoch)?;
+        let (before, growth) = growth(&tx, actor, batch)?;
+        let after = before.grown(growth);
+        budget.check(after, growth).map_err(StoreError::OverBudget)?;
         if batch.clear {
             tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
                 .execute(params![app, class, name])?;
@@ -232,8 +278,17 @@ impl ActorStore for SqliteStore {
                     .execute(params![app, class, name, key])?,
             };
         }
+        if growth != 0 {
+            tx.prepare_cached("UPDATE actors SET bytes = bytes + ?4 WHERE app = ?1 AND class = ?2 AND name = ?3")?
+                .execute(params![app, class, name, growth])?;
+            tx.prepare_cached("UPDATE apps SET bytes = bytes + ?2 WHERE id = ?1")?.execute(params![app, growth])?;
+        }
         tx.commit()?;
-        Ok(())
+        Ok(after)
+    }
+
+    async fn stored(&self, actor: &ActorKey, batch: &WriteBatch) -> Result<(Stored, i64), StoreError> {
+        growth(&self.conn(), actor, batch)
     }
 
     async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
@@ -243,8 +298,15 @@ impl ActorStore for SqliteStore {
         check_epoch(&tx, actor, epoch)?;
         tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
             .execute(params![app, class, name])?;
-        tx.prepare_cached("UPDATE actors SET state = 'deleted' WHERE app = ?1 AND class = ?2 AND name = ?3")?
-            .execute(params![app, class, name])?;
+        tx.prepare_cached(
+            "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3)
+             WHERE id = ?1",
+        )?
+        .execute(params![app, class, name])?;
+        tx.prepare_cached(
+            "UPDATE actors SET state = 'deleted', bytes = 0 WHERE app = ?1 AND class = ?2 AND name = ?3",
+        )?
+        .execute(params![app, class, name])?;
         tx.commit()?;
         Ok(())
     }
@@ -266,8 +328,7 @@ impl ActorStore for SqliteStore {
         let mut stmt = conn.prepare_cached(
             "SELECT a.class, a.name, a.owner,
                     (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
-                    (SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv
-                      WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name)
+                    a.bytes
              FROM actors a
              WHERE a.app = ?1 AND a.state = 'live' AND (?2 IS NULL OR a.class = ?2)
                AND a.name >= ?3 AND a.name < ?4
@@ -281,12 +342,9 @@ impl ActorStore for SqliteStore {
     }
 
     async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError> {
-        let bytes: i64 = self.conn().query_row(
-            "SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv WHERE app = ?1",
-            params![app.0],
-            |r| r.get(0),
-        )?;
-        Ok(bytes.max(0) as u64)
+        let bytes: Option<i64> =
+            self.conn().query_row("SELECT bytes FROM apps WHERE id = ?1", params![app.0], |r| r.get(0)).optional()?;
+        Ok(bytes.unwrap_or(0).max(0) as u64)
     }
 
     async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
@@ -296,8 +354,7 @@ impl ActorStore for SqliteStore {
             .prepare_cached(
                 "SELECT a.class, a.name, a.owner,
                         (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
-                        (SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(value)), 0) FROM kv
-                          WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name)
+                        a.bytes
                  FROM actors a WHERE a.app = ?1 AND a.class = ?2 AND a.name = ?3 AND a.state = 'live'",
             )?
             .query_row(params![app, class, name], actor_record)
@@ -582,6 +639,7 @@ mod tests {
     use wasmkeep_core::Address;
 
     use super::*;
+    use crate::{BudgetScope, OverBudget};
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -604,6 +662,10 @@ mod tests {
         }
     }
 
+    fn commit(s: &SqliteStore, a: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<Stored, StoreError> {
+        block(s.commit(a, epoch, batch, StorageBudget::UNBOUNDED))
+    }
+
     fn batch(pairs: &[(&str, Option<&[u8]>)]) -> WriteBatch {
         WriteBatch { clear: false, writes: pairs.iter().map(|(k, v)| (k.to_string(), v.map(|v| v.to_vec()))).collect() }
     }
@@ -623,12 +685,12 @@ mod tests {
         let a = key("x");
         let Wake::Owned { epoch: old, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
         let Wake::Owned { epoch: new, .. } = block(s.wake(&a, false, "n2")).unwrap() else { panic!() };
-        assert_eq!(block(s.commit(&a, old, &batch(&[("k", Some(b"1"))]))), Err(StoreError::Fenced));
+        assert_eq!(commit(&s, &a, old, &batch(&[("k", Some(b"1"))])), Err(StoreError::Fenced));
         assert_eq!(block(s.get(&a, "k")).unwrap(), None);
-        block(s.commit(&a, new, &batch(&[("k", Some(b"2"))]))).unwrap();
+        commit(&s, &a, new, &batch(&[("k", Some(b"2"))])).unwrap();
         assert_eq!(block(s.get(&a, "k")).unwrap(), Some(b"2".to_vec()));
         // A missing actor has no epoch to commit under.
-        assert_eq!(block(s.commit(&key("never"), Epoch(1), &batch(&[("k", None)]))), Err(StoreError::Fenced));
+        assert_eq!(commit(&s, &key("never"), Epoch(1), &batch(&[("k", None)])), Err(StoreError::Fenced));
     }
 
     #[test]
@@ -636,13 +698,13 @@ mod tests {
         let (_d, s) = store();
         let a = key("x");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(
+        commit(&s, 
             &a,
             epoch,
             &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]),
-        ))
+        )
         .unwrap();
-        block(s.commit(&a, epoch, &batch(&[("b", None), ("c", Some(b"33"))]))).unwrap();
+        commit(&s, &a, epoch, &batch(&[("b", None), ("c", Some(b"33"))])).unwrap();
         let all = block(s.list(&a, "", None, 100)).unwrap();
         // The empty key is a key like any other.
         assert_eq!(
@@ -651,7 +713,7 @@ mod tests {
         );
         let mut clear = batch(&[("z", Some(b"9"))]);
         clear.clear = true;
-        block(s.commit(&a, epoch, &clear)).unwrap();
+        commit(&s, &a, epoch, &clear).unwrap();
         assert_eq!(block(s.list(&a, "", None, 100)).unwrap(), vec![("z".to_string(), b"9".to_vec())]);
     }
 
@@ -662,13 +724,13 @@ mod tests {
         let b = key("y");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
         let Wake::Owned { epoch: eb, .. } = block(s.wake(&b, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(
+        commit(&s, 
             &a,
             epoch,
             &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]),
-        ))
+        )
         .unwrap();
-        block(s.commit(&b, eb, &batch(&[("p/0", Some(b""))]))).unwrap();
+        commit(&s, &b, eb, &batch(&[("p/0", Some(b""))])).unwrap();
         let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
         assert_eq!(keys(block(s.list(&a, "p/", None, 2)).unwrap()), ["p/1", "p/2"]);
         assert_eq!(keys(block(s.list(&a, "p/", Some("p/2"), 2)).unwrap()), ["p/3"]);
@@ -681,10 +743,10 @@ mod tests {
         let (_d, s) = store();
         let a = key("x");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))).unwrap();
+        commit(&s, &a, epoch, &batch(&[("k", Some(b"1"))])).unwrap();
         block(s.delete_actor(&a, epoch)).unwrap();
         assert_eq!(block(s.get(&a, "k")).unwrap(), None);
-        assert_eq!(block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))), Err(StoreError::Fenced));
+        assert_eq!(commit(&s, &a, epoch, &batch(&[("k", Some(b"1"))])), Err(StoreError::Fenced));
         assert_eq!(block(s.wake(&a, false, "n1")).unwrap(), Wake::Missing);
         // Brought back, it starts empty under a newer epoch.
         let Wake::Owned { epoch: e2, created } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
@@ -795,7 +857,7 @@ mod tests {
         assert!(!block(s.delete_value(app, "nope")).unwrap());
         let a = ActorKey { app, address: Address::parse("cart/x").unwrap() };
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
-        block(s.commit(&a, epoch, &batch(&[("k", Some(b"1"))]))).unwrap();
+        commit(&s, &a, epoch, &batch(&[("k", Some(b"1"))])).unwrap();
 
         block(s.delete_app(app)).unwrap();
         assert_eq!(block(s.find_app("acme", "shop")).unwrap(), None);
@@ -810,13 +872,14 @@ mod tests {
     #[test]
     fn actors_are_listed_by_class_prefix_and_cursor_with_what_they_store() {
         let (_d, s) = store();
+        assert_eq!(block(s.ensure_app("acme", "shop")).unwrap(), AppId(1));
         let at = |class: &str, name: &str| ActorKey {
             app: AppId(1),
             address: Address::parse(&format!("{class}/{name}")).unwrap(),
         };
         for (class, name) in [("cart", "ann"), ("cart", "anna"), ("cart", "bob"), ("room", "ann"), ("room", "x/y")] {
             let Wake::Owned { epoch, .. } = block(s.wake(&at(class, name), true, "n1")).unwrap() else { panic!() };
-            block(s.commit(&at(class, name), epoch, &batch(&[("k", Some(b"123")), ("é", Some(b""))]))).unwrap();
+            commit(&s, &at(class, name), epoch, &batch(&[("k", Some(b"123")), ("é", Some(b""))])).unwrap();
         }
         let gone = at("cart", "bob");
         let Wake::Owned { epoch, .. } = block(s.wake(&gone, false, "n2")).unwrap() else { panic!() };
@@ -844,6 +907,64 @@ mod tests {
     }
 
     #[test]
+    fn commits_keep_to_their_budget_per_actor_and_per_tenant() {
+        let (_d, s) = store();
+        let shop = block(s.ensure_app("acme", "shop")).unwrap();
+        let chat = block(s.ensure_app("acme", "chat")).unwrap();
+        let elsewhere = block(s.ensure_app("other", "shop")).unwrap();
+        let at = |app: AppId, name: &str| ActorKey { app, address: Address::parse(&format!("c/{name}")).unwrap() };
+        let (a, b, c) = (at(shop, "a"), at(chat, "b"), at(elsewhere, "c"));
+        let wake = |k: &ActorKey| match block(s.wake(k, true, "n1")).unwrap() {
+            Wake::Owned { epoch, .. } => epoch,
+            Wake::Missing => panic!(),
+        };
+        let (ea, eb, ec) = (wake(&a), wake(&b), wake(&c));
+        let budget = StorageBudget { actor: 100, tenant: 150 };
+        let value = |n: usize| vec![b'x'; n];
+        let put = |k: &str, n: usize| batch(&[(k, Some(&value(n)))]);
+        let commit = |k: &ActorKey, e, b: &WriteBatch| block(s.commit(k, e, b, budget));
+
+        // 1 + 99 bytes: exactly the actor's bound.
+        assert_eq!(commit(&a, ea, &put("k", 99)).unwrap(), Stored { actor: 100, tenant: 100 });
+        let over = commit(&a, ea, &put("j", 0)).unwrap_err();
+        assert_eq!(
+            over,
+            StoreError::OverBudget(OverBudget { scope: BudgetScope::Actor, would: 101, limit: 100 })
+        );
+        assert_eq!(over.to_string(), "storage quota: this actor would store 101 bytes; the plan allows 100");
+        // Refused means nothing of it was written.
+        assert_eq!(block(s.get(&a, "j")).unwrap(), None);
+        // Overwriting counts what the key held before.
+        assert_eq!(commit(&a, ea, &put("k", 90)).unwrap(), Stored { actor: 91, tenant: 91 });
+        assert_eq!(commit(&a, ea, &put("k", 99)).unwrap().actor, 100);
+        // Another app of the same tenant shares the tenant's bound.
+        assert_eq!(commit(&b, eb, &put("k", 49)).unwrap(), Stored { actor: 50, tenant: 150 });
+        let over = commit(&b, eb, &put("l", 0)).unwrap_err();
+        assert_eq!(
+            over,
+            StoreError::OverBudget(OverBudget { scope: BudgetScope::Tenant, would: 151, limit: 150 })
+        );
+        // Another tenant's bytes are its own.
+        assert_eq!(commit(&c, ec, &put("k", 99)).unwrap(), Stored { actor: 100, tenant: 100 });
+        // What shrinks passes even over a lowered bound; a clear frees all.
+        let tight = StorageBudget { actor: 10, tenant: 10 };
+        assert_eq!(block(s.commit(&a, ea, &put("k", 50), tight)).unwrap(), Stored { actor: 51, tenant: 101 });
+        assert!(block(s.commit(&a, ea, &put("k", 51), tight)).is_err());
+        // A projection writes nothing.
+        let now = Stored { actor: 51, tenant: 101 };
+        assert_eq!(block(s.stored(&a, &put("z", 8))).unwrap(), (now, 9));
+        assert_eq!(block(s.stored(&a, &put("k", 1))).unwrap(), (now, -49));
+        assert_eq!(block(s.stored(&a, &WriteBatch::default())).unwrap(), (now, 0));
+        let mut clear = put("n", 3);
+        clear.clear = true;
+        assert_eq!(commit(&a, ea, &clear).unwrap(), Stored { actor: 4, tenant: 54 });
+        // Deleting an actor frees its bytes from its tenant's.
+        block(s.delete_actor(&b, eb)).unwrap();
+        assert_eq!(block(s.stored(&a, &WriteBatch::default())).unwrap(), (Stored { actor: 4, tenant: 4 }, 0));
+        assert_eq!(block(s.app_bytes(chat)).unwrap(), 0);
+    }
+
+    #[test]
     fn the_durability_asked_is_the_one_in_force() {
         let dir = tempfile::tempdir().unwrap();
         for (durability, level) in [(Durability::Process, 1), (Durability::PowerLoss, 2)] {
@@ -864,7 +985,10 @@ mod tests {
                 "CREATE TABLE app_values (app INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
                  PRIMARY KEY (app, name));
                  INSERT INTO tenants (id) VALUES ('dev');
-                 INSERT INTO app_values VALUES (1, 'SECRET', 'in-clear');",
+                 INSERT INTO apps (tenant, name) VALUES ('dev', 'app');
+                 INSERT INTO app_values VALUES (1, 'SECRET', 'in-clear');
+                 INSERT INTO actors VALUES (1, 'c', 'a', 'live', 'n1', 1), (1, 'c', 'b', 'live', 'n1', 1);
+                 INSERT INTO kv VALUES (1, 'c', 'a', 'k', x'0102'), (1, 'c', 'a', 'kk', x''), (1, 'c', 'b', 'é', x'00');",
             )
             .unwrap();
         }
@@ -872,6 +996,11 @@ mod tests {
         let dev = block(s.tenant("dev")).unwrap().unwrap();
         assert_eq!((dev.plan.as_str(), dev.suspended), ("free", false));
         assert!(block(s.values(AppId(1))).unwrap().is_empty());
+        // What the actors stored is counted from their keys once.
+        let c = |name: &str| ActorKey { app: AppId(1), address: Address::parse(&format!("c/{name}")).unwrap() };
+        assert_eq!(block(s.actor(&c("a"))).unwrap().unwrap().bytes, 3 + 2);
+        assert_eq!(block(s.stored(&c("b"), &WriteBatch::default())).unwrap(), (Stored { actor: 3, tenant: 8 }, 0));
+        assert_eq!(block(s.app_bytes(AppId(1))).unwrap(), 8);
         drop(s);
         // Opening again applies nothing twice.
         SqliteStore::open(&path).unwrap();

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StoreError, StoredVersion, TenantRecord, TenantStore,
-    TokenRecord, Wake, WriteBatch,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
+    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch,
 };
 
 /// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
@@ -214,9 +214,21 @@ impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
         self.inner.list(actor, prefix, after, limit).await
     }
 
-    async fn commit(&self, actor: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<(), StoreError> {
+    async fn commit(
+        &self,
+        actor: &ActorKey,
+        epoch: Epoch,
+        batch: &WriteBatch,
+        budget: StorageBudget,
+    ) -> Result<Stored, StoreError> {
         self.enter(Op::Commit).await?;
-        self.inner.commit(actor, epoch, batch).await
+        self.inner.commit(actor, epoch, batch, budget).await
+    }
+
+    // A projection reads like a get.
+    async fn stored(&self, actor: &ActorKey, batch: &WriteBatch) -> Result<(Stored, i64), StoreError> {
+        self.enter(Op::Get).await?;
+        self.inner.stored(actor, batch).await
     }
 
     async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
@@ -408,7 +420,7 @@ mod tests {
         let f = s.faults();
         let a = key("x");
         let epoch = owned(&s, &a).await;
-        s.commit(&a, epoch, &put("k", b"1")).await.unwrap();
+        s.commit(&a, epoch, &put("k", b"1"), StorageBudget::UNBOUNDED).await.unwrap();
         assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
         assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![("k".to_string(), b"1".to_vec())]);
         // The inner store saw the commit itself, not a copy.
@@ -445,11 +457,11 @@ mod tests {
         let a = key("x");
         let epoch = owned(&s, &a).await;
         f.fail_next(Op::Commit, 2, disk_full());
-        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(disk_full()));
-        assert_eq!(s.commit(&a, epoch, &put("k", b"2")).await, Err(disk_full()));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1"), StorageBudget::UNBOUNDED).await, Err(disk_full()));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"2"), StorageBudget::UNBOUNDED).await, Err(disk_full()));
         // The failed commits never reached the store.
         assert_eq!(s.get(&a, "k").await.unwrap(), None);
-        s.commit(&a, epoch, &put("k", b"3")).await.unwrap();
+        s.commit(&a, epoch, &put("k", b"3"), StorageBudget::UNBOUNDED).await.unwrap();
         assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"3".to_vec()));
         assert_eq!(f.calls(Op::Commit), 3);
         // Other ops were never touched.
@@ -478,14 +490,14 @@ mod tests {
         let epoch = owned(&s, &a).await;
         f.fail_next(Op::Commit, 1, StoreError::Fenced);
         f.fail_next(Op::DeleteActor, 1, StoreError::Backend("gone".into()));
-        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(StoreError::Fenced));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1"), StorageBudget::UNBOUNDED).await, Err(StoreError::Fenced));
         assert_eq!(s.delete_actor(&a, epoch).await, Err(StoreError::Backend("gone".into())));
         // A later setting replaces the earlier one.
         f.fail_always(Op::Commit, disk_full());
         f.fail_always(Op::Commit, StoreError::Fenced);
-        assert_eq!(s.commit(&a, epoch, &put("k", b"1")).await, Err(StoreError::Fenced));
+        assert_eq!(s.commit(&a, epoch, &put("k", b"1"), StorageBudget::UNBOUNDED).await, Err(StoreError::Fenced));
         f.fail_next(Op::Commit, 0, disk_full());
-        s.commit(&a, epoch, &put("k", b"1")).await.unwrap();
+        s.commit(&a, epoch, &put("k", b"1"), StorageBudget::UNBOUNDED).await.unwrap();
     }
 
     // Paused time: the clock moves only by the store's own sleeps.

@@ -99,6 +99,8 @@ pub const QUOTAS: &[&str] = &[
     "resident_actors",
     "sockets",
     "egress_requests_per_second",
+    "storage_bytes_per_actor",
+    "storage_bytes",
 ];
 
 /// The outcomes of a front request.

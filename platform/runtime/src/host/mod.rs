@@ -47,8 +47,10 @@ pub trait ActorHost: GuestHost {
     /// The actor's own address, `class/name`.
     fn address(&self) -> String;
     fn storage_get(&mut self, key: String) -> impl Future<Output = Result<Option<Vec<u8>>, StorageError>> + Send;
-    fn storage_set(&mut self, key: String, value: Vec<u8>) -> Result<(), StorageError>;
-    fn storage_delete(&mut self, key: String) -> Result<(), StorageError>;
+    /// A write may ask the store what is stored (near the actor's storage
+    /// quota), so it may wait.
+    fn storage_set(&mut self, key: String, value: Vec<u8>) -> impl Future<Output = Result<(), StorageError>> + Send;
+    fn storage_delete(&mut self, key: String) -> impl Future<Output = Result<(), StorageError>> + Send;
     fn storage_list(
         &mut self,
         prefix: String,

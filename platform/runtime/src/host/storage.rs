@@ -9,11 +9,11 @@ impl<H: ActorHost> Host for GuestState<H> {
     }
 
     async fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), StorageError>> {
-        Ok(self.host.storage_set(key, value))
+        Ok(self.host.storage_set(key, value).await)
     }
 
     async fn delete(&mut self, key: String) -> wasmtime::Result<Result<(), StorageError>> {
-        Ok(self.host.storage_delete(key))
+        Ok(self.host.storage_delete(key).await)
     }
 
     async fn list(

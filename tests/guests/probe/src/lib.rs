@@ -155,6 +155,15 @@ impl Actor for Probe {
                 Ok(()) => Response::empty(204),
                 Err(e) => Response::text(400, e.to_string()),
             },
+            ("PUT", "/kv-then-wait") => {
+                // Writes, then holds the event `ms` before it commits.
+                let set = storage::set(&param(&req, "key"), &req.body);
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
+                match set {
+                    Ok(()) => Response::empty(204),
+                    Err(e) => Response::text(400, e.to_string()),
+                }
+            }
             ("GET", "/kv") => match storage::get(&param(&req, "key")) {
                 Ok(Some(v)) => Response::empty(200).body(v),
                 Ok(None) => Response::text(404, "no such key"),
