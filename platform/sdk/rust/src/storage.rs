@@ -14,7 +14,8 @@ use crate::wit::storage as w;
 /// Why a storage operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageError {
-    /// A key or value over its limit.
+    /// A key or value over its limit, or a write over a storage quota (then
+    /// nothing of the event is stored).
     TooLarge(String),
     /// The store could not serve the operation.
     Unavailable(String),
