@@ -106,3 +106,73 @@ async fn a_commit_that_fails_before_a_call_fails_the_event_and_forgets_the_epoch
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
     assert_eq!(faults.calls(Op::Wake), 2);
 }
+
+/// A node on a store synced by group commit (as `serve` runs), whose waits
+/// for durability can be held.
+async fn synced_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
+    let data = Arc::new(tempfile::tempdir().unwrap());
+    let path = data.path().join("store.db");
+    let sqlite = Arc::new(SqliteStore::open_with(&path, wasmkeep_storage::Durability::PowerLoss).unwrap());
+    let store = FaultyStore::new(sqlite.clone());
+    let faults = store.faults();
+    let spec = VersionSpec {
+        front: None,
+        classes: vec![class("open", Access::Open, &guests().probe)],
+        required_values: vec![],
+    };
+    (TestNode::start_with(data, Arc::new(store), test_limits(), spec).await, faults, sqlite)
+}
+
+#[tokio::test]
+async fn an_answer_waits_for_the_sync_while_the_actors_next_event_runs() {
+    use futures_util::FutureExt;
+    let (n, faults, sqlite) = synced_node().await;
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    let key = wasmkeep_core::ActorKey { app: n.app, address: wasmkeep_core::Address::parse("open/a").unwrap() };
+    let stored = || async {
+        use wasmkeep_storage::ActorStore;
+        sqlite.get(&key, "count").await.unwrap().map(|v| String::from_utf8(v).unwrap())
+    };
+    // The disk takes its time: every wait for durability lasts 3 s.
+    faults.delay(Op::Durable, std::time::Duration::from_secs(3));
+    let url = n.url.clone();
+    let first = tokio::spawn({
+        let client = n.client.clone();
+        let url = url.clone();
+        async move { client.get(format!("{url}/actor/open/a/count")).send().await.unwrap().text().await.unwrap() }
+    });
+    assert!(
+        wasmkeep_tests::eventually(std::time::Duration::from_secs(2), || {
+            stored().now_or_never().flatten().as_deref() == Some("2")
+        })
+        .await
+    );
+    // Committed, not yet answered; the actor takes its next event already.
+    let second = tokio::spawn({
+        let client = n.client.clone();
+        async move { client.get(format!("{url}/actor/open/a/count")).send().await.unwrap().text().await.unwrap() }
+    });
+    assert!(
+        wasmkeep_tests::eventually(std::time::Duration::from_secs(2), || {
+            stored().now_or_never().flatten().as_deref() == Some("3")
+        })
+        .await
+    );
+    assert!(!first.is_finished() && !second.is_finished());
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert!(first.contains("\"count\":2") && second.contains("\"count\":3"), "{first} {second}");
+}
+
+#[tokio::test]
+async fn an_answer_whose_writes_cannot_be_made_durable_does_not_leave() {
+    let (n, faults, _) = synced_node().await;
+    assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
+    faults.fail_always(Op::Durable, StoreError::Backend("syncing the WAL failed: EIO".into()));
+    let a = n.get("/actor/open/a/count").await;
+    assert_eq!((a.status, a.body.as_str()), (503, "store unavailable\n"));
+    // Nor does a call after a write: the guest sees it fail.
+    let a = n.get("/actor/open/a/call?to=open/b&path=/peek").await;
+    assert_eq!(a.status, 503);
+    faults.clear(Op::Durable);
+    assert_eq!(n.get("/actor/open/a/peek").await.status, 200);
+}

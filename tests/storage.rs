@@ -153,7 +153,10 @@ async fn a_commit_over_the_tenants_storage_is_refused_whole_and_its_answer_held(
     let told = put("a", "kv?key=j", 60).await;
     assert_eq!(
         (told.status, told.body.as_str()),
-        (400, "too large: storage quota: this account's actors would store 123 bytes; the plan allows 100; nothing of this event is stored")
+        (
+            400,
+            "too large: storage quota: this account's actors would store 123 bytes; the plan allows 100; nothing of this event is stored"
+        )
     );
     // Freeing room lets it in.
     assert_eq!(n.send(n.client.delete(format!("{}/actor/open/b/kv?key=k", n.url))).await.status, 204);

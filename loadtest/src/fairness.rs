@@ -104,6 +104,51 @@ async fn quiet(addr: &str, rate: u32, actors: u32, length: Duration) -> Result<(
     Ok((samples, failed))
 }
 
+/// The noisy tenant's load, on its own runtime, until `stop`.
+fn noisy_load(
+    addr: &str,
+    stop: &Arc<AtomicBool>,
+    sent: &Arc<AtomicU64>,
+    refused: &Arc<AtomicU64>,
+) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut noisy = Vec::new();
+        for c in 0..20u64 {
+            let (stop, sent, refused, addr) = (stop.clone(), sent.clone(), refused.clone(), addr.to_owned());
+            noisy.push(tokio::spawn(async move {
+                let stream = tokio::net::TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+                let (mut sender, conn) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+                tokio::spawn(conn);
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    tick.tick().await;
+                    i += 1;
+                    sender.ready().await.map_err(|e| e.to_string())?;
+                    let path = format!("/actor/probe/n{c}-{i}/ping");
+                    let req = hyper::Request::get(path)
+                        .header("host", "app.noisy.localhost")
+                        .body(Full::new(Bytes::new()))
+                        .unwrap();
+                    let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    if res.status() != 200 {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    res.into_body().collect().await.map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(())
+            }));
+        }
+        for n in noisy {
+            n.await.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    })
+}
+
 pub fn run(args: &[String]) -> Result<(), String> {
     let secs: f64 = flag(args, "--secs", 10.0)?;
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -140,43 +185,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let stop = Arc::new(AtomicBool::new(false));
         let (sent, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         // Ten times its plan's rate: 20 keep-alive connections, 50 requests
-        // a second each, every request to a new actor.
-        let mut noisy = Vec::new();
-        for c in 0..20u64 {
+        // a second each, every request to a new actor. They run on a thread
+        // of their own: the quiet tenant's latencies are the server's, not
+        // the time its client's thread spent on the noisy one's requests.
+        let noisy_thread = {
             let (stop, sent, refused, addr) = (stop.clone(), sent.clone(), refused.clone(), server.addr.clone());
-            noisy.push(tokio::spawn(async move {
-                let stream = tokio::net::TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
-                let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                tokio::spawn(conn);
-                let mut tick = tokio::time::interval(Duration::from_millis(20));
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    tick.tick().await;
-                    i += 1;
-                    sender.ready().await.map_err(|e| e.to_string())?;
-                    let path = format!("/actor/probe/n{c}-{i}/ping");
-                    let req = hyper::Request::get(path)
-                        .header("host", "app.noisy.localhost")
-                        .body(Full::new(Bytes::new()))
-                        .unwrap();
-                    let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    if res.status() != 200 {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                    res.into_body().collect().await.map_err(|e| e.to_string())?;
-                }
-                Ok::<_, String>(())
-            }));
-        }
+            std::thread::spawn(move || noisy_load(&addr, &stop, &sent, &refused))
+        };
         tokio::time::sleep(Duration::from_secs(1)).await;
         let (beside, failed_beside) = quiet(&server.addr, 10, 20, length).await?;
         stop.store(true, Ordering::Relaxed);
-        for n in noisy {
-            n.await.map_err(|e| e.to_string())??;
-        }
+        noisy_thread.join().map_err(|_| "the noisy load panicked".to_string())??;
 
         let (a, b) = (stats::summarize(alone), stats::summarize(beside));
         println!("fairness: the quiet tenant at 10 req/s (a tenth of its plan), {secs} s a phase; the noisy at 1,000 req/s (ten times its plan), each to a new actor");

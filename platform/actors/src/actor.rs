@@ -91,11 +91,15 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
             // An inside caller's event says who calls; the host sets this,
             // never a client (the edge removed the range) nor a guest.
             request.headers.extend(head::guest_head(&envelope));
-            let _ = reply.send(run(GuestEvent::Request(request)).await.and_then(|a| match a {
+            let answer = run(GuestEvent::Request(request)).await.and_then(|a| match a {
                 EventAnswer::Response(response) => Ok(response),
                 // A request is answered with a response; anything else is a host bug.
                 other => Err(from_failure(EventFailure::Trap(format!("a request answered {other:?}")))),
-            }));
+            });
+            release(node, answer, |answer| async move {
+                let _ = reply.send(answer);
+            })
+            .await;
         }
         EventKind::SocketOpen { conn, path, reply } => {
             // The client left before its open ran: the actor never hears
@@ -108,15 +112,19 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 EventAnswer::Opened(opened) => opened,
                 other => Err(format!("an open answered {other:?}")),
             });
-            if let Err(unsent) = reply.send(opened) {
-                // The client left while the actor opened it: the socket
-                // goes, and an actor that accepted it hears it close, as
-                // its open was admitted.
-                node.sockets.remove(conn);
-                if let Ok(Ok(())) = unsent {
-                    node.tell_closed(envelope, conn, close::LOST, String::new()).await;
+            let node = node.clone();
+            release(&node.clone(), opened, move |opened| async move {
+                if let Err(unsent) = reply.send(opened) {
+                    // The client left while the actor opened it: the socket
+                    // goes, and an actor that accepted it hears it close, as
+                    // its open was admitted.
+                    node.sockets.remove(conn);
+                    if let Ok(Ok(())) = unsent {
+                        node.tell_closed(envelope, conn, close::LOST, String::new()).await;
+                    }
                 }
-            }
+            })
+            .await;
         }
         EventKind::Socket(SocketEvent::Message { conn, message }) => {
             if let Err(e) = run(GuestEvent::SocketMessage { conn, message }).await {
@@ -138,6 +146,40 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
             }
         }
         EventKind::Delete { .. } => unreachable!("a deletion is carried out before admission"),
+    }
+}
+
+/// Delivers an event's answer once every commit before it is durable (the
+/// output gate across events: an answer may tell what the actor read of
+/// writes not yet synced). The actor's next event runs meanwhile; the
+/// delivery waits on its own task unless the writes are durable already.
+async fn release<T, F>(
+    node: &Arc<NodeInner>,
+    answer: Result<T, EventError>,
+    deliver: impl FnOnce(Result<T, EventError>) -> F + Send + 'static,
+) where
+    T: Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    use futures_util::FutureExt;
+    let (store, mark) = (node.store.clone(), node.store.mark());
+    let mut durable = Box::pin(async move { store.durable(mark).await });
+    let gated = |durable: Result<(), StoreError>, answer: Result<T, EventError>| match durable {
+        Ok(()) => answer,
+        Err(e) => {
+            tracing::error!("the store could not make an answer's writes durable: {e}");
+            Err(Refusal::StoreUnavailable(e.to_string()).into())
+        }
+    };
+    match (&mut durable).now_or_never() {
+        Some(d) => deliver(gated(d, answer)).await,
+        None => {
+            let delivered = async move {
+                let d = durable.await;
+                deliver(gated(d, answer)).await;
+            };
+            tokio::spawn(delivered);
+        }
     }
 }
 

@@ -94,18 +94,24 @@ impl StorageGate {
         self.broken.is_some()
     }
 
-    /// Commits the writes made so far, before an effect leaves the actor
-    /// (a call, a socket send). The event's later writes commit at its end.
+    /// Commits the writes made so far and waits until every commit before
+    /// them is durable, before an effect leaves the actor (a call, a socket
+    /// send). The event's later writes commit at its end.
     pub(crate) async fn flush(&mut self) -> Result<(), StoreError> {
-        if self.batch.is_empty() {
-            return Ok(());
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
         }
         let batch = std::mem::take(&mut self.batch);
-        let committed = self.commit(&batch).await;
-        if let Err(e) = &committed {
+        let committed = if batch.is_empty() { Ok(()) } else { self.commit(&batch).await };
+        // What earlier events wrote, and this one read, goes first too.
+        let durable = match committed {
+            Ok(()) => self.store.durable(self.store.mark()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &durable {
             self.broken = Some(e.clone());
         }
-        committed
+        durable
     }
 
     /// Commits the event's writes, or deletes the actor if it asked to be.
@@ -452,7 +458,10 @@ mod tests {
         h.storage_set("d".into(), vec![b'x'; 6]).await.unwrap();
         let refused = h.storage_set("e".into(), vec![b'x'; 1]).await.unwrap_err();
         let StorageError::TooLarge(text) = refused else { panic!("{refused:?}") };
-        assert_eq!(text, "storage quota: this actor would store 21 bytes; the plan allows 20; nothing of this event is stored");
+        assert_eq!(
+            text,
+            "storage quota: this actor would store 21 bytes; the plan allows 20; nothing of this event is stored"
+        );
         // Every later write of the event is refused; its earlier ones are gone.
         assert!(h.storage_set("f".into(), Vec::new()).await.is_err());
         assert!(h.storage_delete("b".into()).await.is_err());

@@ -759,7 +759,10 @@ async fn a_plan_bounds_what_an_actor_and_a_tenant_store() {
     let (status, text) = s.public_put(shop, "/actor/probe/a/kv?key=j", x(100)).await;
     assert_eq!(
         (status, text.as_str()),
-        (400, "too large: storage quota: this actor would store 1002 bytes; the plan allows 1000; nothing of this event is stored")
+        (
+            400,
+            "too large: storage quota: this actor would store 1002 bytes; the plan allows 1000; nothing of this event is stored"
+        )
     );
     assert_eq!(s.public(shop, "/actor/probe/a/kv?key=j").await.0, 404);
     assert_eq!(s.metric(&quota("storage_bytes_per_actor")).await, 1.0);
@@ -770,7 +773,10 @@ async fn a_plan_bounds_what_an_actor_and_a_tenant_store() {
     let (status, text) = s.public_put(chat, "/actor/probe/c/kv?key=k", x(501)).await;
     assert_eq!(
         (status, text.as_str()),
-        (400, "too large: storage quota: this account's actors would store 2502 bytes; the plan allows 2500; nothing of this event is stored")
+        (
+            400,
+            "too large: storage quota: this account's actors would store 2502 bytes; the plan allows 2500; nothing of this event is stored"
+        )
     );
     assert_eq!(s.metric(&quota("storage_bytes")).await, 1.0);
     // Another tenant's room is its own.
@@ -782,7 +788,8 @@ async fn a_plan_bounds_what_an_actor_and_a_tenant_store() {
     let (status, text) = s.public_put(shop, "/actor/probe/a/kv?key=j", x(1)).await;
     assert!(status == 400 && text.contains("this actor would store 1002 bytes"), "{text}");
     let (_, usage) = s.api("GET", "/v1/usage", Some(&t), None).await;
-    let bytes: Vec<_> = usage["apps"].as_array().unwrap().iter().map(|a| a["storage_bytes"].as_u64().unwrap()).collect();
+    let bytes: Vec<_> =
+        usage["apps"].as_array().unwrap().iter().map(|a| a["storage_bytes"].as_u64().unwrap()).collect();
     assert_eq!(bytes.iter().sum::<u64>(), 1000 + 502, "{usage}");
 }
 

@@ -73,7 +73,11 @@ impl Refusal {
 }
 
 fn retry_text(quota: Quota, retry_after: u32) -> String {
-    if quota.passes() { format!("; retry in {retry_after} s") } else { "; something stored must be deleted first".into() }
+    if quota.passes() {
+        format!("; retry in {retry_after} s")
+    } else {
+        "; something stored must be deleted first".into()
+    }
 }
 
 /// Why an event gave no response of the actor's.

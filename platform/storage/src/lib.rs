@@ -11,6 +11,7 @@
 //! at wake; a commit under any other epoch is refused ([`StoreError::Fenced`]),
 //! so two owners never both write one actor.
 
+mod group_sync;
 pub mod seal;
 mod sqlite;
 #[cfg(any(test, feature = "testing"))]
@@ -21,6 +22,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
+pub use group_sync::WriteMark;
 pub use seal::ValueKey;
 pub use sqlite::{Durability, SqliteStore};
 
@@ -168,6 +170,20 @@ pub trait ActorStore: Send + Sync + 'static {
     /// What is stored now, and how many bytes committing `batch` would add
     /// (negative: free); writes nothing.
     async fn stored(&self, actor: &ActorKey, batch: &WriteBatch) -> Result<(Stored, i64), StoreError>;
+
+    /// The mark of every [`commit`](Self::commit) returned so far. A
+    /// commit may return before it survives what the store promises (a
+    /// power cut); what depends on it waits for [`durable`](Self::durable).
+    /// Every other write of the store is durable when it returns.
+    fn mark(&self) -> WriteMark {
+        WriteMark::default()
+    }
+
+    /// Resolves once every commit up to `mark` is durable; fails when the
+    /// store can no longer promise it (the disk failed a sync).
+    async fn durable(&self, _mark: WriteMark) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// Deletes the actor's storage and marks it deleted (a state, not an
     /// absence: its record stays), if `epoch` is still the actor's.

@@ -15,9 +15,10 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use wasmkeep_core::{ActorKey, AppId};
 
+use crate::group_sync::GroupSync;
 use crate::{
     ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch,
+    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch, WriteMark,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -99,19 +100,24 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// What a commit survives once it returns.
+/// What a write survives once it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
     /// The process dying.
     Process,
-    /// The machine losing power: every commit syncs the WAL.
+    /// The machine losing power: the WAL is synced by group commit (an
+    /// actor's commit is durable when [`ActorStore::durable`] says so;
+    /// every other write when it returns).
     PowerLoss,
 }
 
 /// The embedded store. Calls run inline: each is a few microseconds of
-/// SQLite work, cheaper than a hop to a blocking thread.
+/// SQLite work (no sync: that is the group commit's thread), cheaper than
+/// a hop to a blocking thread.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The group commit, under [`Durability::PowerLoss`].
+    sync: Option<GroupSync>,
 }
 
 impl SqliteStore {
@@ -126,15 +132,38 @@ impl SqliteStore {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        let synchronous = match durability {
-            Durability::Process => "NORMAL",
-            Durability::PowerLoss => "FULL",
-        };
-        conn.pragma_update(None, "synchronous", synchronous)?;
+        // Commits never sync inline; under `PowerLoss` the group commit
+        // syncs the WAL. Checkpoints sync what they copy either way.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         migrate(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(Self { conn: Mutex::new(conn) })
+        let sync = match durability {
+            Durability::Process => None,
+            Durability::PowerLoss => Some(GroupSync::start(path)?),
+        };
+        Ok(Self { conn: Mutex::new(conn), sync })
+    }
+
+    /// Notes a write just made; under `PowerLoss`, answers its mark.
+    fn wrote(&self) -> Result<WriteMark, StoreError> {
+        match &self.sync {
+            None => Ok(WriteMark::default()),
+            Some(sync) => match sync.failed() {
+                Some(e) => Err(StoreError::Backend(e)),
+                None => Ok(sync.wrote()),
+            },
+        }
+    }
+
+    /// Waits until the write just made is durable (a control-plane write,
+    /// a wake, a deletion: acknowledged only once on disk).
+    async fn settle(&self) -> Result<(), StoreError> {
+        let mark = self.wrote()?;
+        match &self.sync {
+            Some(sync) => sync.durable(mark).await,
+            None => Ok(()),
+        }
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -168,7 +197,9 @@ fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(St
         .optional()?
         .unwrap_or(0);
     let tenant_bytes: i64 = conn
-        .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM apps WHERE tenant = (SELECT tenant FROM apps WHERE id = ?1)")?
+        .prepare_cached(
+            "SELECT COALESCE(SUM(bytes), 0) FROM apps WHERE tenant = (SELECT tenant FROM apps WHERE id = ?1)",
+        )?
         .query_row(params![app], |r| r.get(0))?;
     let mut growth = if batch.clear { -actor_bytes } else { 0 };
     let mut old_size = conn.prepare_cached(
@@ -176,8 +207,11 @@ fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(St
     )?;
     for (key, value) in &batch.writes {
         let new = value.as_ref().map_or(0, |v| (key.len() + v.len()) as i64);
-        let old: i64 =
-            if batch.clear { 0 } else { old_size.query_row(params![app, class, name, key], |r| r.get(0)).optional()?.unwrap_or(0) };
+        let old: i64 = if batch.clear {
+            0
+        } else {
+            old_size.query_row(params![app, class, name, key], |r| r.get(0)).optional()?.unwrap_or(0)
+        };
         growth += new - old;
     }
     let before = Stored { actor: actor_bytes.max(0) as u64, tenant: tenant_bytes.max(0) as u64 };
@@ -188,25 +222,29 @@ fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(St
 impl ActorStore for SqliteStore {
     async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
         let (app, class, name) = parts(actor);
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let row: Option<(String, i64)> = tx
-            .prepare_cached("SELECT state, epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
-            .query_row(params![app, class, name], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        let (epoch, created) = match row {
-            Some((state, epoch)) if state == "live" => (epoch + 1, false),
-            Some((_, epoch)) if create => (epoch + 1, true),
-            None if create => (1, true),
-            _ => return Ok(Wake::Missing),
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let row: Option<(String, i64)> = tx
+                .prepare_cached("SELECT state, epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
+                .query_row(params![app, class, name], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let (epoch, created) = match row {
+                Some((state, epoch)) if state == "live" => (epoch + 1, false),
+                Some((_, epoch)) if create => (epoch + 1, true),
+                None if create => (1, true),
+                _ => return Ok(Wake::Missing),
+            };
+            tx.prepare_cached(
+                "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
+                 ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
+            )?
+            .execute(params![app, class, name, node, epoch])?;
+            tx.commit()?;
+            Wake::Owned { epoch: Epoch(epoch), created }
         };
-        tx.prepare_cached(
-            "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
-             ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
-        )?
-        .execute(params![app, class, name, node, epoch])?;
-        tx.commit()?;
-        Ok(Wake::Owned { epoch: Epoch(epoch), created })
+        self.settle().await?;
+        Ok(out)
     }
 
     async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -283,7 +321,11 @@ impl ActorStore for SqliteStore {
                 .execute(params![app, class, name, growth])?;
             tx.prepare_cached("UPDATE apps SET bytes = bytes + ?2 WHERE id = ?1")?.execute(params![app, growth])?;
         }
+        if let Some(e) = self.sync.as_ref().and_then(GroupSync::failed) {
+            return Err(StoreError::Backend(e));
+        }
         tx.commit()?;
+        self.wrote()?;
         Ok(after)
     }
 
@@ -291,23 +333,37 @@ impl ActorStore for SqliteStore {
         growth(&self.conn(), actor, batch)
     }
 
+    fn mark(&self) -> WriteMark {
+        self.sync.as_ref().map_or_else(WriteMark::default, GroupSync::mark)
+    }
+
+    async fn durable(&self, mark: WriteMark) -> Result<(), StoreError> {
+        match &self.sync {
+            Some(sync) => sync.durable(mark).await,
+            None => Ok(()),
+        }
+    }
+
     async fn delete_actor(&self, actor: &ActorKey, epoch: Epoch) -> Result<(), StoreError> {
         let (app, class, name) = parts(actor);
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        check_epoch(&tx, actor, epoch)?;
-        tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            check_epoch(&tx, actor, epoch)?;
+            tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
+                .execute(params![app, class, name])?;
+            tx.prepare_cached(
+                "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3)
+                 WHERE id = ?1",
+            )?
             .execute(params![app, class, name])?;
-        tx.prepare_cached(
-            "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3)
-             WHERE id = ?1",
-        )?
-        .execute(params![app, class, name])?;
-        tx.prepare_cached(
-            "UPDATE actors SET state = 'deleted', bytes = 0 WHERE app = ?1 AND class = ?2 AND name = ?3",
-        )?
-        .execute(params![app, class, name])?;
-        tx.commit()?;
+            tx.prepare_cached(
+                "UPDATE actors SET state = 'deleted', bytes = 0 WHERE app = ?1 AND class = ?2 AND name = ?3",
+            )?
+            .execute(params![app, class, name])?;
+            tx.commit()?;
+        }
+        self.settle().await?;
         Ok(())
     }
 
@@ -365,14 +421,23 @@ impl ActorStore for SqliteStore {
 #[async_trait]
 impl AppStore for SqliteStore {
     async fn ensure_app(&self, tenant: &str, name: &str) -> Result<AppId, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute("INSERT INTO tenants (id) VALUES (?1) ON CONFLICT DO NOTHING", params![tenant])?;
-        tx.execute("INSERT INTO apps (tenant, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING", params![tenant, name])?;
-        let id =
-            tx.query_row("SELECT id FROM apps WHERE tenant = ?1 AND name = ?2", params![tenant, name], |r| r.get(0))?;
-        tx.commit()?;
-        Ok(AppId(id))
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            tx.execute("INSERT INTO tenants (id) VALUES (?1) ON CONFLICT DO NOTHING", params![tenant])?;
+            tx.execute(
+                "INSERT INTO apps (tenant, name) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                params![tenant, name],
+            )?;
+            let id =
+                tx.query_row("SELECT id FROM apps WHERE tenant = ?1 AND name = ?2", params![tenant, name], |r| {
+                    r.get(0)
+                })?;
+            tx.commit()?;
+            AppId(id)
+        };
+        self.settle().await?;
+        Ok(out)
     }
 
     async fn put_component(&self, hash: &str, bytes: &[u8]) -> Result<(), StoreError> {
@@ -380,6 +445,7 @@ impl AppStore for SqliteStore {
             "INSERT INTO components (hash, bytes) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![hash, bytes],
         )?;
+        self.settle().await?;
         Ok(())
     }
 
@@ -396,24 +462,29 @@ impl AppStore for SqliteStore {
         manifest: &str,
         components: &BTreeMap<String, String>,
     ) -> Result<i64, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let number: i64 =
-            tx.query_row("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE app = ?1", params![app.0], |r| {
-                r.get(0)
-            })?;
-        tx.execute(
-            "INSERT INTO versions (app, number, manifest) VALUES (?1, ?2, ?3)",
-            params![app.0, number, manifest],
-        )?;
-        for (role, hash) in components {
-            tx.execute(
-                "INSERT INTO version_components (app, number, role, hash) VALUES (?1, ?2, ?3, ?4)",
-                params![app.0, number, role, hash],
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let number: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE app = ?1",
+                params![app.0],
+                |r| r.get(0),
             )?;
-        }
-        tx.commit()?;
-        Ok(number)
+            tx.execute(
+                "INSERT INTO versions (app, number, manifest) VALUES (?1, ?2, ?3)",
+                params![app.0, number, manifest],
+            )?;
+            for (role, hash) in components {
+                tx.execute(
+                    "INSERT INTO version_components (app, number, role, hash) VALUES (?1, ?2, ?3, ?4)",
+                    params![app.0, number, role, hash],
+                )?;
+            }
+            tx.commit()?;
+            number
+        };
+        self.settle().await?;
+        Ok(out)
     }
 
     async fn activate(&self, app: AppId, version: i64) -> Result<(), StoreError> {
@@ -421,6 +492,7 @@ impl AppStore for SqliteStore {
             "UPDATE apps SET active = ?2 WHERE id = ?1 AND EXISTS (SELECT 1 FROM versions WHERE app = ?1 AND number = ?2)",
             params![app.0, version],
         )?;
+        self.settle().await?;
         if n == 1 { Ok(()) } else { Err(StoreError::Backend(format!("app {app} has no version {version}"))) }
     }
 
@@ -452,18 +524,22 @@ impl AppStore for SqliteStore {
     }
 
     async fn delete_version(&self, app: AppId, number: i64) -> Result<bool, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let n = tx.execute(
-            "DELETE FROM versions WHERE app = ?1 AND number = ?2
-             AND NOT EXISTS (SELECT 1 FROM apps WHERE id = ?1 AND active = ?2)",
-            params![app.0, number],
-        )?;
-        if n == 1 {
-            tx.execute("DELETE FROM version_components WHERE app = ?1 AND number = ?2", params![app.0, number])?;
-        }
-        tx.commit()?;
-        Ok(n == 1)
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let n = tx.execute(
+                "DELETE FROM versions WHERE app = ?1 AND number = ?2
+                 AND NOT EXISTS (SELECT 1 FROM apps WHERE id = ?1 AND active = ?2)",
+                params![app.0, number],
+            )?;
+            if n == 1 {
+                tx.execute("DELETE FROM version_components WHERE app = ?1 AND number = ?2", params![app.0, number])?;
+            }
+            tx.commit()?;
+            n == 1
+        };
+        self.settle().await?;
+        Ok(out)
     }
 
     async fn set_value(&self, app: AppId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
@@ -472,11 +548,13 @@ impl AppStore for SqliteStore {
              ON CONFLICT (app, name) DO UPDATE SET sealed = ?3",
             params![app.0, name, sealed],
         )?;
+        self.settle().await?;
         Ok(())
     }
 
     async fn delete_value(&self, app: AppId, name: &str) -> Result<bool, StoreError> {
         let n = self.conn().execute("DELETE FROM sealed_values WHERE app = ?1 AND name = ?2", params![app.0, name])?;
+        self.settle().await?;
         Ok(n == 1)
     }
 
@@ -515,13 +593,16 @@ impl AppStore for SqliteStore {
     }
 
     async fn delete_app(&self, app: AppId) -> Result<(), StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        for table in ["kv", "actors", "sealed_values", "version_components", "versions"] {
-            tx.execute(&format!("DELETE FROM {table} WHERE app = ?1"), params![app.0])?;
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            for table in ["kv", "actors", "sealed_values", "version_components", "versions"] {
+                tx.execute(&format!("DELETE FROM {table} WHERE app = ?1"), params![app.0])?;
+            }
+            tx.execute("DELETE FROM apps WHERE id = ?1", params![app.0])?;
+            tx.commit()?;
         }
-        tx.execute("DELETE FROM apps WHERE id = ?1", params![app.0])?;
-        tx.commit()?;
+        self.settle().await?;
         Ok(())
     }
 }
@@ -563,20 +644,24 @@ const TOKEN_COLUMNS: &str = "SELECT id, tenant, scope, hash, created FROM tokens
 #[async_trait]
 impl TenantStore for SqliteStore {
     async fn create_tenant(&self, tenant: &TenantRecord, first: &TokenRecord) -> Result<bool, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        // `dev` and `ensure_app` make tenants without an account: a name
-        // with apps is taken all the same.
-        let n = tx.execute(
-            "INSERT INTO tenants (id, plan, suspended, created) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
-            params![tenant.id, tenant.plan, tenant.suspended, tenant.created],
-        )?;
-        if n == 0 {
-            return Ok(false);
-        }
-        insert_token(&tx, first)?;
-        tx.commit()?;
-        Ok(true)
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            // `dev` and `ensure_app` make tenants without an account: a name
+            // with apps is taken all the same.
+            let n = tx.execute(
+                "INSERT INTO tenants (id, plan, suspended, created) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                params![tenant.id, tenant.plan, tenant.suspended, tenant.created],
+            )?;
+            if n == 0 {
+                return Ok(false);
+            }
+            insert_token(&tx, first)?;
+            tx.commit()?;
+            true
+        };
+        self.settle().await?;
+        Ok(out)
     }
 
     async fn tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
@@ -591,18 +676,25 @@ impl TenantStore for SqliteStore {
     }
 
     async fn set_plan(&self, id: &str, plan: &str) -> Result<bool, StoreError> {
-        Ok(self.conn().execute("UPDATE tenants SET plan = ?2 WHERE id = ?1", params![id, plan])? == 1)
+        let n = self.conn().execute("UPDATE tenants SET plan = ?2 WHERE id = ?1", params![id, plan])?;
+        self.settle().await?;
+        Ok(n == 1)
     }
 
     async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError> {
-        Ok(self.conn().execute("UPDATE tenants SET suspended = ?2 WHERE id = ?1", params![id, suspended])? == 1)
+        let n = self.conn().execute("UPDATE tenants SET suspended = ?2 WHERE id = ?1", params![id, suspended])?;
+        self.settle().await?;
+        Ok(n == 1)
     }
 
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        insert_token(&tx, token)?;
-        tx.commit()?;
+        {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            insert_token(&tx, token)?;
+            tx.commit()?;
+        }
+        self.settle().await?;
         Ok(())
     }
 
@@ -622,7 +714,9 @@ impl TenantStore for SqliteStore {
     }
 
     async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError> {
-        Ok(self.conn().execute("DELETE FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id])? == 1)
+        let n = self.conn().execute("DELETE FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id])?;
+        self.settle().await?;
+        Ok(n == 1)
     }
 }
 
@@ -698,12 +792,8 @@ mod tests {
         let (_d, s) = store();
         let a = key("x");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
-        commit(&s, 
-            &a,
-            epoch,
-            &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]),
-        )
-        .unwrap();
+        commit(&s, &a, epoch, &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]))
+            .unwrap();
         commit(&s, &a, epoch, &batch(&[("b", None), ("c", Some(b"33"))])).unwrap();
         let all = block(s.list(&a, "", None, 100)).unwrap();
         // The empty key is a key like any other.
@@ -724,12 +814,8 @@ mod tests {
         let b = key("y");
         let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
         let Wake::Owned { epoch: eb, .. } = block(s.wake(&b, true, "n1")).unwrap() else { panic!() };
-        commit(&s, 
-            &a,
-            epoch,
-            &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]),
-        )
-        .unwrap();
+        commit(&s, &a, epoch, &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]))
+            .unwrap();
         commit(&s, &b, eb, &batch(&[("p/0", Some(b""))])).unwrap();
         let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
         assert_eq!(keys(block(s.list(&a, "p/", None, 2)).unwrap()), ["p/1", "p/2"]);
@@ -927,10 +1013,7 @@ mod tests {
         // 1 + 99 bytes: exactly the actor's bound.
         assert_eq!(commit(&a, ea, &put("k", 99)).unwrap(), Stored { actor: 100, tenant: 100 });
         let over = commit(&a, ea, &put("j", 0)).unwrap_err();
-        assert_eq!(
-            over,
-            StoreError::OverBudget(OverBudget { scope: BudgetScope::Actor, would: 101, limit: 100 })
-        );
+        assert_eq!(over, StoreError::OverBudget(OverBudget { scope: BudgetScope::Actor, would: 101, limit: 100 }));
         assert_eq!(over.to_string(), "storage quota: this actor would store 101 bytes; the plan allows 100");
         // Refused means nothing of it was written.
         assert_eq!(block(s.get(&a, "j")).unwrap(), None);
@@ -940,10 +1023,7 @@ mod tests {
         // Another app of the same tenant shares the tenant's bound.
         assert_eq!(commit(&b, eb, &put("k", 49)).unwrap(), Stored { actor: 50, tenant: 150 });
         let over = commit(&b, eb, &put("l", 0)).unwrap_err();
-        assert_eq!(
-            over,
-            StoreError::OverBudget(OverBudget { scope: BudgetScope::Tenant, would: 151, limit: 150 })
-        );
+        assert_eq!(over, StoreError::OverBudget(OverBudget { scope: BudgetScope::Tenant, would: 151, limit: 150 }));
         // Another tenant's bytes are its own.
         assert_eq!(commit(&c, ec, &put("k", 99)).unwrap(), Stored { actor: 100, tenant: 100 });
         // What shrinks passes even over a lowered bound; a clear frees all.
@@ -965,13 +1045,39 @@ mod tests {
     }
 
     #[test]
-    fn the_durability_asked_is_the_one_in_force() {
+    fn only_a_power_loss_store_marks_its_commits() {
         let dir = tempfile::tempdir().unwrap();
-        for (durability, level) in [(Durability::Process, 1), (Durability::PowerLoss, 2)] {
-            let s = SqliteStore::open_with(&dir.path().join("s.db"), durability).unwrap();
-            let synchronous: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
-            assert_eq!(synchronous, level, "{durability:?}");
+        let s = SqliteStore::open_with(&dir.path().join("p.db"), Durability::Process).unwrap();
+        let a = key("x");
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        commit(&s, &a, epoch, &batch(&[("k", Some(b"1"))])).unwrap();
+        assert_eq!(s.mark(), WriteMark(0));
+        block(s.durable(WriteMark(0))).unwrap();
+        // Neither syncs inline: the group commit does, for `PowerLoss`.
+        let synchronous: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+        assert_eq!(synchronous, 1);
+    }
+
+    #[tokio::test]
+    async fn commits_return_before_their_sync_and_a_mark_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let s = SqliteStore::open_with(&path, Durability::PowerLoss).unwrap();
+        let a = key("x");
+        // A wake is durable when it returns (it writes the epoch).
+        let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+        let before = s.mark();
+        for i in 0..200u32 {
+            s.commit(&a, epoch, &batch(&[("k", Some(&i.to_be_bytes()))]), StorageBudget::UNBOUNDED).await.unwrap();
         }
+        let mark = s.mark();
+        assert_eq!(mark.0 - before.0, 200);
+        tokio::time::timeout(std::time::Duration::from_secs(10), s.durable(mark)).await.unwrap().unwrap();
+        // An earlier mark is durable as soon as a later one is.
+        s.durable(before).await.unwrap();
+        drop(s);
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(block(s.get(&a, "k")).unwrap(), Some(199u32.to_be_bytes().to_vec()));
     }
 
     #[test]

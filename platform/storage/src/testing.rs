@@ -19,7 +19,7 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
     ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch,
+    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch, WriteMark,
 };
 
 /// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
@@ -47,11 +47,13 @@ pub enum Op {
     AllApps,
     FindApp,
     DeleteApp,
+    /// Waiting for commits to be durable ([`ActorStore::durable`]).
+    Durable,
 }
 
 impl Op {
     /// Every op, so a test can fault or check them all at once.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 21] = [
         Op::Wake,
         Op::Get,
         Op::List,
@@ -72,6 +74,7 @@ impl Op {
         Op::AllApps,
         Op::FindApp,
         Op::DeleteApp,
+        Op::Durable,
     ];
 }
 
@@ -223,6 +226,15 @@ impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
     ) -> Result<Stored, StoreError> {
         self.enter(Op::Commit).await?;
         self.inner.commit(actor, epoch, batch, budget).await
+    }
+
+    fn mark(&self) -> WriteMark {
+        self.inner.mark()
+    }
+
+    async fn durable(&self, mark: WriteMark) -> Result<(), StoreError> {
+        self.enter(Op::Durable).await?;
+        self.inner.durable(mark).await
     }
 
     // A projection reads like a get.
@@ -444,6 +456,7 @@ mod tests {
         assert_eq!(s.all_apps().await.unwrap().len(), 1);
         assert_eq!(s.find_app("dev", "counter").await.unwrap().unwrap().active, Some(v));
         s.delete_app(app).await.unwrap();
+        s.durable(s.mark()).await.unwrap();
 
         for op in Op::ALL {
             assert_eq!(f.calls(op), if op == Op::Wake { 2 } else { 1 }, "{op:?}");
