@@ -10,7 +10,7 @@ use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
 };
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
-use wasmkeep_storage::{StoreError, Wake};
+use wasmkeep_storage::{StoreError, Wake, WriteMark};
 
 use crate::NodeInner;
 use crate::actor_host::{ActorEventHost, EventContext, Outcome};
@@ -53,6 +53,11 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
         match next {
             Some(event) => handle(&node, &mut residence, event).await,
             None => {
+                // Its writes are durable before a new task for the actor can
+                // read them and answer.
+                if let Err(e) = node.store.durable(residence.written).await {
+                    tracing::error!(actor = ?key, "the actor's last writes could not be made durable: {e}");
+                }
                 // The epoch is kept before a new task for the actor can
                 // start and look for it.
                 let keep = || {
@@ -96,7 +101,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 // A request is answered with a response; anything else is a host bug.
                 other => Err(from_failure(EventFailure::Trap(format!("a request answered {other:?}")))),
             });
-            release(node, answer, |answer| async move {
+            release(node, residence.written, answer, |answer| async move {
                 let _ = reply.send(answer);
             })
             .await;
@@ -113,7 +118,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 other => Err(format!("an open answered {other:?}")),
             });
             let node = node.clone();
-            release(&node.clone(), opened, move |opened| async move {
+            release(&node.clone(), residence.written, opened, move |opened| async move {
                 if let Err(unsent) = reply.send(opened) {
                     // The client left while the actor opened it: the socket
                     // goes, and an actor that accepted it hears it close, as
@@ -149,12 +154,13 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
     }
 }
 
-/// Delivers an event's answer once every commit before it is durable (the
-/// output gate across events: an answer may tell what the actor read of
-/// writes not yet synced). The actor's next event runs meanwhile; the
+/// Delivers an event's answer once the actor's commits up to `written` are
+/// durable (the output gate across events: an answer may tell what the
+/// actor read of its writes not yet synced). The actor's next event runs meanwhile; the
 /// delivery waits on its own task unless the writes are durable already.
 async fn release<T, F>(
     node: &Arc<NodeInner>,
+    written: WriteMark,
     answer: Result<T, EventError>,
     deliver: impl FnOnce(Result<T, EventError>) -> F + Send + 'static,
 ) where
@@ -162,8 +168,8 @@ async fn release<T, F>(
     F: Future<Output = ()> + Send + 'static,
 {
     use futures_util::FutureExt;
-    let (store, mark) = (node.store.clone(), node.store.mark());
-    let mut durable = Box::pin(async move { store.durable(mark).await });
+    let store = node.store.clone();
+    let mut durable = Box::pin(async move { store.durable(written).await });
     let gated = |durable: Result<(), StoreError>, answer: Result<T, EventError>| match durable {
         Ok(()) => answer,
         Err(e) => {
@@ -228,7 +234,16 @@ async fn execute(
     if residence.instance.as_ref().is_some_and(|i| !Arc::ptr_eq(i.component(), &class.component)) {
         residence.instance = None;
     }
-    let context = EventContext { epoch, values, started, chain, limits: limits.clone(), trace: envelope.trace.clone() };
+    let last_commit = residence.written;
+    let context = EventContext {
+        epoch,
+        values,
+        started,
+        chain,
+        limits: limits.clone(),
+        trace: envelope.trace.clone(),
+        last_commit,
+    };
     let instance = match &mut residence.instance {
         Some(instance) => {
             instance.host_mut().begin(context);
@@ -242,6 +257,8 @@ async fn execute(
         }
     };
     let answer = app.usage.event(instance.run(&event, ends)).await;
+    // Commits before its effects stand however the event ends.
+    residence.written = instance.host().gate.last_commit;
     // A commit before an effect failed (the epoch fenced, the store down):
     // however the event ends, the epoch goes with the instance, and the
     // next event wakes the actor afresh.
@@ -263,7 +280,9 @@ async fn execute(
                     return Err(EventError::AnswerTooLarge(limits.body_bytes));
                 }
             }
-            match instance.host_mut().finish().await {
+            let finished = instance.host_mut().finish().await;
+            residence.written = instance.host().gate.last_commit;
+            match finished {
                 Ok(Outcome::Kept) => Ok(answer),
                 Ok(Outcome::Deleted) => {
                     // It no longer exists: the next event is admitted afresh,

@@ -13,7 +13,9 @@ use wasmkeep_core::{ActorKey, AppRef, Caller, Chain, Limits, TraceContext};
 use wasmkeep_runtime::{
     ActorHost, CallError, GuestHost, Page, Request, Response, SocketError, SocketSend, StorageError,
 };
-use wasmkeep_storage::{BudgetScope, Epoch, OverBudget, StorageBudget, Store, StoreError, Stored, WriteBatch};
+use wasmkeep_storage::{
+    BudgetScope, Epoch, OverBudget, StorageBudget, Store, StoreError, Stored, WriteBatch, WriteMark,
+};
 
 use crate::NodeInner;
 use crate::calls::CallSide;
@@ -41,6 +43,9 @@ pub(crate) struct StorageGate {
     /// A write of this event went over the budget: its writes are dropped
     /// and every later one is refused; the guest was told.
     over: Option<OverBudget>,
+    /// The store's mark after the actor's last commit (this event's or an
+    /// earlier one's): what an effect waits to be durable.
+    pub(crate) last_commit: WriteMark,
 }
 
 /// What an event left of its actor.
@@ -51,7 +56,8 @@ pub(crate) enum Outcome {
 }
 
 impl StorageGate {
-    fn new(store: Arc<dyn Store>, key: ActorKey, epoch: Epoch, limits: &Limits) -> Self {
+    fn new(store: Arc<dyn Store>, key: ActorKey, event: &EventContext) -> Self {
+        let (epoch, limits) = (event.epoch, &event.limits);
         Self {
             store,
             key,
@@ -63,11 +69,14 @@ impl StorageGate {
             known: None,
             written: 0,
             over: None,
+            last_commit: event.last_commit,
         }
     }
 
-    /// Readies the gate for an event committing under `epoch`.
-    fn begin(&mut self, epoch: Epoch, limits: &Limits) {
+    /// Readies the gate for an event committing under `epoch`, the actor's
+    /// last commit marked `last_commit`.
+    fn begin(&mut self, epoch: Epoch, limits: &Limits, last_commit: WriteMark) {
+        self.last_commit = last_commit;
         if epoch != self.epoch {
             // Woken afresh: what was stored may have changed meanwhile.
             self.known = None;
@@ -84,6 +93,7 @@ impl StorageGate {
     /// Commits `batch` under the event's epoch and budget.
     async fn commit(&mut self, batch: &WriteBatch) -> Result<(), StoreError> {
         let stored = self.store.commit(&self.key, self.epoch, batch, self.budget).await?;
+        self.last_commit = self.store.mark();
         self.known = Some(stored);
         self.written = 0;
         Ok(())
@@ -105,7 +115,7 @@ impl StorageGate {
         let committed = if batch.is_empty() { Ok(()) } else { self.commit(&batch).await };
         // What earlier events wrote, and this one read, goes first too.
         let durable = match committed {
-            Ok(()) => self.store.durable(self.store.mark()).await,
+            Ok(()) => self.store.durable(self.last_commit).await,
             Err(e) => Err(e),
         };
         if let Err(e) = &durable {
@@ -210,6 +220,8 @@ pub(crate) struct EventContext {
     pub limits: Arc<Limits>,
     /// The trace it is part of.
     pub trace: TraceContext,
+    /// The store's mark after the actor's last commit.
+    pub last_commit: WriteMark,
 }
 
 /// The host of one resident actor, reset at the start of each event.
@@ -226,7 +238,7 @@ impl ActorEventHost {
     pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
         Self {
             address: key.address.to_string(),
-            gate: StorageGate::new(node.store.clone(), key.clone(), event.epoch, &event.limits),
+            gate: StorageGate::new(node.store.clone(), key.clone(), &event),
             node,
             app,
             key,
@@ -236,7 +248,7 @@ impl ActorEventHost {
 
     /// Readies the host for an event.
     pub(crate) fn begin(&mut self, event: EventContext) {
-        self.gate.begin(event.epoch, &event.limits);
+        self.gate.begin(event.epoch, &event.limits, event.last_commit);
         self.event = event;
     }
 
@@ -442,6 +454,7 @@ mod tests {
             chain: Chain::new(),
             limits: Arc::new(limits),
             trace: TraceContext::default(),
+            last_commit: WriteMark::default(),
         }
     }
 

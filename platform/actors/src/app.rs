@@ -138,6 +138,10 @@ pub(crate) struct Tenant {
     /// The front slots its requests hold now (counted, not capped: the
     /// share is weighed when the slots run out).
     pub front_slots: Share,
+    /// Its requests at the public port now, and the body bytes they hold
+    /// of the port's budget (counted; their shares are weighed as taken).
+    pub requests: Share,
+    pub body_bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
@@ -169,13 +173,20 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             return;
         };
         // What the tenant holds stays counted under the new caps.
-        let (residents, sockets, front_slots) = match self.tenants.get(tenant) {
+        let (residents, sockets, front_slots, requests, body_bytes) = match self.tenants.get(tenant) {
             Some(old) => {
                 old.residents.set_cap(plan.resident_actors);
                 old.sockets.set_cap(plan.sockets);
-                (old.residents.clone(), old.sockets.clone(), old.front_slots.clone())
+                let (slots, requests) = (old.front_slots.clone(), old.requests.clone());
+                (old.residents.clone(), old.sockets.clone(), slots, requests, old.body_bytes.clone())
             }
-            None => (Share::new(plan.resident_actors), Share::new(plan.sockets), Share::new(u32::MAX)),
+            None => (
+                Share::new(plan.resident_actors),
+                Share::new(plan.sockets),
+                Share::new(u32::MAX),
+                Share::new(u32::MAX),
+                Arc::default(),
+            ),
         };
         let rates = TenantRates::new(Rates {
             requests: plan.requests_per_second,
@@ -184,8 +195,9 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             creations: plan.actor_creations_per_second,
             egress: plan.egress_requests_per_second,
         });
+        let limits = Arc::new(limits);
         let entry =
-            Tenant { id: tenant.clone(), plan, limits: Arc::new(limits), rates, residents, sockets, front_slots };
+            Tenant { id: tenant.clone(), plan, limits, rates, residents, sockets, front_slots, requests, body_bytes };
         self.tenants.insert(tenant.clone(), Arc::new(entry));
     }
 
@@ -204,6 +216,18 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             .filter(|t| held(t) > 0 || t.id == tenant.id)
             .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight));
         quota::fair_share(u32::try_from(size).unwrap_or(u32::MAX), tenant.plan.weight, total)
+    }
+
+    /// `tenant`'s share of a node-wide bound of `size` that a newcomer must
+    /// find room in (the port's requests in flight, its body bytes), by the
+    /// weights of the tenants holding some now (`holds`), its own included.
+    pub fn room_of(&self, tenant: &Tenant, size: u64, holds: impl Fn(&Tenant) -> bool) -> u64 {
+        let total = self
+            .tenants
+            .values()
+            .filter(|t| holds(t) || t.id == tenant.id)
+            .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight));
+        quota::share_with_room(size, tenant.plan.weight, total)
     }
 
     /// Every tenant with a plan.

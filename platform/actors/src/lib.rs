@@ -11,6 +11,7 @@ mod event;
 mod front;
 mod mailbox;
 mod metrics;
+mod port_share;
 mod residence;
 mod router;
 mod sockets;
@@ -38,6 +39,7 @@ pub use actor_host::ActorEventHost;
 pub use app::{ClassSpec, VersionSpec};
 pub use event::{EventKind, SocketEvent};
 pub use front::FrontHost;
+pub use port_share::RequestPlace;
 pub use router::{Answering, Router};
 pub use sockets::SocketOpenError;
 pub use usage::AppUsage;
@@ -460,9 +462,10 @@ impl Node {
         }
     }
 
-    /// Takes one of the tenant's requests (the public port, before it
-    /// routes a request to the app): its requests-per-second quota.
-    pub fn admit_request(&self, app: &AppRef) -> Result<(), Refusal> {
+    /// Takes one of the tenant's requests (the public port, once it routed
+    /// a request to the app): its requests-per-second quota, then its share
+    /// of the port's requests in flight, held by the answer's place.
+    pub fn admit_request(&self, app: &AppRef) -> Result<RequestPlace, Refusal> {
         let tenant = {
             let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
             if let Some(entry) = apps.get(app.id) {
@@ -470,10 +473,12 @@ impl Node {
             }
             apps.tenant(&app.tenant)
         };
-        match tenant {
-            Some(tenant) => tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait)),
-            None => Ok(()),
-        }
+        let Some(tenant) = tenant else { return Ok(RequestPlace::unshared()) };
+        tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait))?;
+        RequestPlace::take(&self.0, tenant).ok_or_else(|| {
+            self.0.metrics.refusals.inc(Refusal::TenantBusy.label());
+            Refusal::TenantBusy
+        })
     }
 
     /// Forgets idle actors' rate buckets (called now and then).

@@ -32,6 +32,10 @@ pub(crate) struct Residence {
     /// Its tenant, when the tenant has a plan (its idle time is then the
     /// scheduler's to cut short).
     pub tenant: Option<wasmkeep_core::TenantId>,
+    /// The store's mark after its last commit: its answers and effects wait
+    /// until that is durable (and no longer: another actor's writes are not
+    /// its to wait for).
+    pub written: wasmkeep_storage::WriteMark,
 }
 
 /// When actors this node ran last had an event (unix seconds), for the

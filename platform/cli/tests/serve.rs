@@ -1017,6 +1017,87 @@ async fn usage_counts_each_apps_requests_events_time_storage_and_sockets() {
     assert!(usage["since"].as_i64().unwrap() > 1_700_000_000);
 }
 
+/// Sends a request head declaring `declared` body bytes and the first
+/// byte of the body (if any), then stalls: the request holds its place and
+/// its body's share of the budget.
+fn stalled(s: &Serve, host: &str, path: &str, declared: usize) -> TcpStream {
+    let mut stream = TcpStream::connect(s.public).unwrap();
+    let first = if declared > 0 { "x" } else { "" };
+    write!(stream, "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {declared}\r\n\r\n{first}").unwrap();
+    // Each is taken in before the next is sent.
+    std::thread::sleep(Duration::from_millis(150));
+    stream
+}
+
+/// What a stalled request was answered at once, if anything (within 1 s).
+fn answered(stream: &mut TcpStream) -> Option<String> {
+    stream.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    (!answer.is_empty()).then(|| String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test]
+async fn a_tenants_slow_bodies_and_held_requests_cost_it_not_another() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port of 10 requests at once and 64 KiB of bodies; bodies of up to
+    // 16 KiB, waiting at most 3 s for the budget.
+    let limits = dir.path().join("limits.toml");
+    std::fs::write(
+        &limits,
+        "requests_in_flight = 10\nbuffered_body_bytes = 65536\nbody_bytes = 16384\nbody_grace_secs = 3.0\n",
+    )
+    .unwrap();
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"],
+    );
+    let (a, b) = (signup(&s, "acme").await, signup(&s, "beta").await);
+    deploy(&s, &a, "shop").await;
+    deploy(&s, &b, "shop").await;
+    let (host_a, host_b) = ("shop.acme.localhost", "shop.beta.localhost");
+
+    // Slow bodies: tenant A's share of the 64 KiB, alone, is half; two of
+    // its 15 KiB bodies fit, the next two are refused at once.
+    let mut slow: Vec<TcpStream> =
+        (0..4).map(|i| stalled(&s, host_a, &format!("/actor/probe/a{i}/echo"), 15360)).collect();
+    assert_eq!(answered(&mut slow[0]), None);
+    for refused in &mut slow[2..] {
+        let answer = answered(refused).expect("refused at once");
+        assert!(answer.starts_with("HTTP/1.1 503") && answer.contains("too many request bodies"), "{answer}");
+    }
+    // B's body finds its room at once, beside A's.
+    let b_body = reqwest::Client::new()
+        .post(format!("http://{}/actor/probe/b/echo", s.public))
+        .header("host", host_b)
+        .body(vec![b'y'; 15360])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(b_body.status(), 200);
+
+    // Requests held: A's share of the 10 is half; with its two slow bodies
+    // held, three more (each answered in 3 s) are taken, the next are
+    // refused and their connections closed.
+    let held_path = |i| format!("/actor/probe/h{i}/slow-echo?ms=3000");
+    let mut held: Vec<TcpStream> = (0..5).map(|i| stalled(&s, host_a, &held_path(i), 0)).collect();
+    assert_eq!(answered(&mut held[2]), None);
+    for refused in &mut held[3..] {
+        let answer = answered(refused).expect("refused at once");
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("too many requests for this account at once"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    }
+    assert_eq!(s.metric("wasmkeep_refusals_total{reason=\"tenant_busy\"}").await, 2.0);
+    // B is served all the while.
+    assert_eq!(s.public(host_b, "/actor/probe/b/ping").await.0, 200);
+    // A's places come back with its requests.
+    drop(slow);
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.public(host_a, "/actor/probe/a/ping").await.0, 200);
+}
+
 #[tokio::test]
 async fn a_noisy_tenant_filling_the_pool_costs_a_quiet_one_nothing() {
     let dir = tempfile::tempdir().unwrap();

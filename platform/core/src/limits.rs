@@ -69,6 +69,10 @@ pub struct Limits {
     pub max_connections: u32,
     /// The public port: open connections from one client address.
     pub max_connections_per_client: u32,
+    /// The public port: requests being answered at once, which the tenants
+    /// of a hosted node share by weight (a tenant over its share is
+    /// refused, `503`, and its connection closed).
+    pub requests_in_flight: u32,
     /// Request body bytes buffered across the node at once (actor bodies
     /// read whole, front bodies given to fronts); past it a request waits
     /// up to the body grace, then `503`.
@@ -117,6 +121,7 @@ impl Default for Limits {
             head_bytes: 16 * 1024,
             max_connections: 0,
             max_connections_per_client: 10_000,
+            requests_in_flight: 10_000,
             buffered_body_bytes: 256 * MIB,
             front_body_prefetch_bytes: 64 * 1024,
             front_slots_per_client: 0,
@@ -169,6 +174,9 @@ impl Limits {
         }
         if !(8192..=1 << 20).contains(&self.head_bytes) {
             return Err(LimitError { field: "head_bytes", reason: "must be between 8192 and 1048576" });
+        }
+        if self.requests_in_flight == 0 {
+            return Err(LimitError { field: "requests_in_flight", reason: "must be at least 1" });
         }
         if self.max_connections_per_client == 0 {
             return Err(LimitError { field: "max_connections_per_client", reason: "must be at least 1" });

@@ -78,6 +78,16 @@ pub fn fair_share(pool: u32, weight: u32, total_weight: u32) -> u32 {
     u32::try_from(share).unwrap_or(u32::MAX).max(1)
 }
 
+/// A tenant's share of a node-wide bound of `size` (the port's requests in
+/// flight, its buffered body bytes) against the weights of the tenants
+/// holding some of it now (its own included), keeping one weight unit's
+/// worth for a tenant yet to come: however alone, no tenant holds all of
+/// what another tenant's first request needs. At least one.
+pub fn share_with_room(size: u64, weight: u32, total_weight: u32) -> u64 {
+    let share = u128::from(size) * u128::from(weight) / (u128::from(total_weight) + 1);
+    u64::try_from(share).unwrap_or(u64::MAX).max(1)
+}
+
 /// The whole seconds to tell a client to wait (`Retry-After`): `wait`
 /// rounded up, at least one.
 pub fn retry_after_secs(wait: Duration) -> u32 {
@@ -106,6 +116,18 @@ mod tests {
         assert_eq!(fair_share(3, 1, 1000), 1);
         assert_eq!(fair_share(100, 5, 0), 100);
         assert_eq!(fair_share(u32::MAX, u32::MAX, 1), u32::MAX);
+    }
+
+    #[test]
+    fn a_share_with_room_leaves_a_newcomer_some() {
+        // Alone on the free plan's weight: half; on the pro plan's: 10/11.
+        assert_eq!(share_with_room(1000, 1, 1), 500);
+        assert_eq!(share_with_room(1100, 10, 10), 1000);
+        // Beside another holder of weight 1.
+        assert_eq!(share_with_room(1000, 1, 2), 333);
+        assert_eq!(share_with_room(3, 1, 1000), 1);
+        // No overflow at the extremes.
+        assert!(share_with_room(u64::MAX, u32::MAX, u32::MAX) > u64::MAX / 2);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub enum Refusal {
     /// The tenant is over one of its plan's quotas.
     #[error("over the plan's {} quota{}", quota.label(), retry_text(*quota, *retry_after))]
     Quota { quota: Quota, retry_after: u32 },
+    /// The tenant's requests hold its share of the port's requests in
+    /// flight: its flood costs it, not the other tenants.
+    #[error("too many requests for this account at once; retry shortly")]
+    TenantBusy,
     /// The store failed; the text is for the log, not the client.
     #[error("store unavailable")]
     StoreUnavailable(String),
@@ -67,6 +71,7 @@ impl Refusal {
             Self::Capacity => "capacity",
             Self::DeadlinePassed => "deadline",
             Self::Quota { .. } => "quota",
+            Self::TenantBusy => "tenant_busy",
             Self::StoreUnavailable(_) => "store_unavailable",
         }
     }
@@ -222,7 +227,12 @@ impl Failure {
             status,
             retry_after,
             text,
-            close_connection: matches!(self, Self::Port(PortError::BodyTooSlow)),
+            // A slow body's rest is not worth waiting for; a tenant over
+            // its share of requests gives its connection back.
+            close_connection: matches!(
+                self,
+                Self::Port(PortError::BodyTooSlow) | Self::Event(EventError::Refused(Refusal::TenantBusy))
+            ),
             as_call: self.as_call(),
             close: self.close(),
         }
@@ -236,7 +246,9 @@ impl Failure {
                 Refusal::Internal => (403, None),
                 Refusal::ValueMissing(_) => (503, Some(10)),
                 Refusal::Suspended => (503, Some(60)),
-                Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) => (503, Some(1)),
+                Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) | Refusal::TenantBusy => {
+                    (503, Some(1))
+                }
                 Refusal::DeadlinePassed => (504, None),
                 Refusal::Quota { quota, retry_after } => (quota.status(), quota.passes().then_some(*retry_after)),
             },
@@ -310,6 +322,7 @@ mod tests {
             Refusal::Quota { quota: Quota::Requests, retry_after: 2 },
             Refusal::Quota { quota: Quota::ResidentActors, retry_after: 1 },
             Refusal::Quota { quota: Quota::TenantStorage, retry_after: 0 },
+            Refusal::TenantBusy,
             Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
         ];
         let events = [
@@ -364,6 +377,7 @@ mod tests {
                 (429, Some(2), "over the plan's requests_per_second quota; retry in 2 s\n"),
                 (503, Some(1), "over the plan's resident_actors quota; retry in 1 s\n"),
                 (507, None, "over the plan's storage_bytes quota; something stored must be deleted first\n"),
+                (503, Some(1), "too many requests for this account at once; retry shortly\n"),
                 (503, Some(1), "store unavailable\n"),
                 (500, None, "the actor failed\n"),
                 (504, None, "the actor's event ran past its wall\n"),
@@ -395,9 +409,10 @@ mod tests {
     }
 
     #[test]
-    fn only_a_slow_body_closes_the_connection() {
+    fn only_a_slow_body_and_a_busy_tenant_close_the_connection() {
         for f in every_failure() {
-            assert_eq!(f.answer().close_connection, f == PortError::BodyTooSlow.into(), "{f:?}");
+            let closes = [PortError::BodyTooSlow.into(), Refusal::TenantBusy.into()];
+            assert_eq!(f.answer().close_connection, closes.contains(&f), "{f:?}");
         }
         let h = |f: Failure| f.answer().headers();
         assert_eq!(h(Refusal::NoSuchActor.into()), [("content-type", "text/plain; charset=utf-8".to_owned())]);

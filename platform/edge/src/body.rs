@@ -19,6 +19,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmkeep_actors::ClientBodyError as BodyError;
+use wasmkeep_actors::RequestPlace;
 use wasmkeep_core::{Limits, head};
 
 use crate::BoxError;
@@ -41,14 +42,23 @@ impl BodyBudget {
     }
 }
 
-/// The share of the budget one request holds: given back when the last
-/// holder (its body, its event or its front instance) lets go.
-#[derive(Clone, Default)]
-pub(crate) struct Held(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+/// The share of the budget one request holds, and its tenant's place
+/// among the tenant's requests (with the body bytes counted to the tenant):
+/// given back when the last holder (its body, its event or its front
+/// instance) lets go.
+#[derive(Clone)]
+pub(crate) struct Held {
+    permit: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    request: Arc<RequestPlace>,
+}
 
 impl Held {
+    pub(crate) fn new(request: RequestPlace) -> Self {
+        Self { permit: Arc::default(), request: Arc::new(request) }
+    }
+
     fn add(&self, permit: OwnedSemaphorePermit) {
-        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.permit.lock().unwrap_or_else(|p| p.into_inner());
         match held.as_mut() {
             Some(p) => p.merge(permit),
             None => *held = Some(permit),
@@ -138,6 +148,11 @@ impl Paced {
             Ok(units) if units <= self.capacity => units,
             _ => return Err(()),
         };
+        // The tenant's bodies hold at most its share: past it, this body
+        // fails at once rather than wait ahead of another tenant's.
+        if !self.held.request.take_body(u64::from(units) * UNIT, u64::from(self.capacity) * UNIT) {
+            return Err(());
+        }
         if let Ok(permit) = self.budget.clone().try_acquire_many_owned(units) {
             self.held.add(permit);
             if reserve {

@@ -28,6 +28,7 @@ pub(crate) async fn handle(
     trace: TraceContext,
     client: IpAddr,
     mut request: http::Request<Incoming>,
+    request_place: wasmkeep_actors::RequestPlace,
 ) -> Result<HttpResponse, Failure> {
     let node = &port.node;
     // A request in origin form names its host only in `Host`; the front
@@ -46,7 +47,7 @@ pub(crate) async fn handle(
     }
     // A small body is read before the request takes a slot; the client's
     // share of the slots is taken before the node's.
-    let held = Held::default();
+    let held = Held::new(request_place);
     let (parts, incoming) = request.into_parts();
     let paced = Paced::new(incoming, port.limits.clone(), &port.budget, held.clone());
     let request = http::Request::from_parts(parts, body::prefetch(paced, port.limits.front_body_prefetch_bytes).await?);

@@ -84,12 +84,13 @@ impl PublicPort {
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
         let app = self.routing.app_for(&parts, &self.node)?;
-        self.node.admit_request(&app)?;
+        // The tenant's place among its requests, held until the answer.
+        let request_place = self.node.admit_request(&app)?;
         let trace = head::read_trace(&parts.headers);
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {
                 let request = http::Request::from_parts(parts, incoming);
-                return front_route::handle(self, &app, trace, client, request).await;
+                return front_route::handle(self, &app, trace, client, request, request_place).await;
             }
             Some(parsed) => parsed.map_err(|e| Failure::from(Refusal::InvalidName(e)))?,
         };
@@ -99,7 +100,7 @@ impl PublicPort {
             return socket_route::upgrade(&self.node, envelope, target.rest, request).await;
         }
         // The body's share of the node's budget is held until the answer.
-        let held = Held::default();
+        let held = Held::new(request_place);
         let paced = Paced::new(incoming, self.limits.clone(), &self.budget, held.clone());
         let body = body::read(paced, self.limits.body_bytes).await?;
         let envelope = self.node.envelope(&app, target.address, Origin::Outside, trace);

@@ -122,6 +122,7 @@ pub const REFUSAL_REASONS: &[&str] = &[
     "capacity",
     "deadline",
     "quota",
+    "tenant_busy",
     "store_unavailable",
 ];
 /// What a node forwards to another node.
