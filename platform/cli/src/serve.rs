@@ -147,7 +147,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let store: Arc<dyn Store> =
         // An acknowledged write survives the machine losing power.
         Arc::new(
-            SqliteStore::open_with(&store_path, if std::env::var_os("WK_NOSYNC").is_some() { Durability::Process } else { Durability::PowerLoss })
+            SqliteStore::open_with(&store_path, Durability::PowerLoss)
                 .map_err(|e| format!("{}: {e}", store_path.display()))?,
         );
     let token_path = operator_token(&*store, &pepper, &data).await?;
