@@ -110,6 +110,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 MemoryHost::default(),
                 label.clone(),
                 egress.clone(),
+                wasmkeep_runtime::CpuShare::default(),
                 Instant::now() + Duration::from_secs(30),
             )
         };

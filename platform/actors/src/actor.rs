@@ -252,7 +252,9 @@ async fn execute(
         slot @ None => {
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
-            let instance = class.component.instantiate(host, label, app.egress(), ends).await.map_err(from_failure)?;
+            let cpu = node.cpu_share(&envelope.app);
+            let instance =
+                class.component.instantiate(host, label, app.egress(), cpu, ends).await.map_err(from_failure)?;
             slot.insert(instance)
         }
     };

@@ -97,7 +97,8 @@ impl Node {
         };
         let label = GuestLabel { app: entry.label.clone(), guest: "_front".into() };
         // The runtime logs a failure, one line, where it happens.
-        front.handle(host, label, entry.egress(), request, ends).await.map_err(|f| match f {
+        let cpu = self.0.cpu_share(&entry.reference);
+        front.handle(host, label, entry.egress(), cpu, request, ends).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
             EventFailure::Trap(_) => FrontError::Trapped,
         })

@@ -29,7 +29,7 @@ use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
     TenantId, TraceContext, deadline,
 };
-use wasmkeep_runtime::{Egress, EngineConfig, Runtime};
+use wasmkeep_runtime::{CpuShare, Egress, EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, ValueSeal, value_context};
@@ -205,6 +205,14 @@ impl NodeInner {
     /// node's.
     pub(crate) fn limits_for(&self, app: &AppRef) -> Arc<Limits> {
         self.tenant(app).map_or_else(|| self.limits.clone(), |t| t.limits.clone())
+    }
+
+    /// Whose guests `app`'s are at the CPU gate, and their weight.
+    pub(crate) fn cpu_share(&self, app: &AppRef) -> CpuShare {
+        match self.tenant(app) {
+            Some(tenant) => CpuShare { tenant: Arc::from(tenant.id.as_str()), weight: tenant.plan.weight },
+            None => CpuShare::default(),
+        }
     }
 
     /// The app's tenant, when it has a plan (a hosted node's tenants).

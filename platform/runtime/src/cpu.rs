@@ -3,61 +3,144 @@
 //! to the scheduler, behind the I/O that is ready; a guest still computing
 //! after [`BUSY_AFTER_TICKS`] ticks of one event is CPU-bound, and from
 //! then on starts each tick's slice only with a turn of the node's CPU
-//! gate: a few turns (one fewer than the cores, by default), taken in
-//! arrival order, each ended by the next tick. So CPU-bound guests, however many, use at most the gate's
+//! gate: a few turns (one fewer than the cores, by default), each ended by
+//! the next tick, given to the waiting tenants by the weights of their
+//! plans (and to each tenant's guests in arrival order). So CPU-bound guests, however many, use at most the gate's
 //! cores, and a short event or the node's I/O never waits behind them for
 //! more than a tick. The wall still cuts each at its end.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::oneshot;
 use wasmtime::UpdateDeadline;
 
 /// Ticks of one event a guest may compute through before it is CPU-bound.
 pub(crate) const BUSY_AFTER_TICKS: u32 = 2;
+
+/// Whose CPU-bound guest asks for a turn, and its weight: while several
+/// tenants' guests wait, turns go to them by weight (a tenant of weight 3
+/// gets three turns to another's one), each tenant's guests in arrival
+/// order.
+#[derive(Debug, Clone)]
+pub struct CpuShare {
+    pub tenant: Arc<str>,
+    pub weight: u32,
+}
+
+impl Default for CpuShare {
+    /// The node's own guests (no tenant): one weight among the tenants'.
+    fn default() -> Self {
+        Self { tenant: Arc::from(""), weight: 1 }
+    }
+}
 
 /// The node's turns for CPU-bound guests. A turn lasts until the next
 /// tick, whatever its guest does meanwhile: a guest blocked in a host call
 /// (a call, a sleep) holds none for longer.
 #[derive(Clone)]
 pub(crate) struct CpuGate {
-    turns: Arc<Semaphore>,
-    given: Arc<Mutex<Vec<OwnedSemaphorePermit>>>,
+    state: Arc<Mutex<GateState>>,
+}
+
+struct GateState {
+    turns: usize,
+    free: usize,
+    /// Each tenant's waiting guests and its pass (stride scheduling: every
+    /// turn it is given adds `STRIDE / weight`).
+    tenants: HashMap<Arc<str>, Waiting>,
+    /// The pass of the last turn given: a tenant that starts waiting
+    /// starts there, so a tenant that waited for nothing banks no turns.
+    pass: u64,
+}
+
+struct Waiting {
+    pass: u64,
+    weight: u32,
+    guests: VecDeque<oneshot::Sender<()>>,
+}
+
+const STRIDE: u64 = 1 << 20;
+
+impl GateState {
+    /// Gives the free turns to waiting guests, the tenant of the lowest
+    /// pass first.
+    fn give(&mut self) {
+        while self.free > 0 {
+            let next = self.tenants.values_mut().filter(|w| !w.guests.is_empty()).min_by_key(|w| w.pass);
+            let Some(waiting) = next else { return };
+            let guest = waiting.guests.pop_front().expect("a waiting guest");
+            // A guest gone (its event cut meanwhile) takes no turn.
+            if guest.send(()).is_ok() {
+                self.free -= 1;
+                self.pass = waiting.pass;
+                waiting.pass += STRIDE / u64::from(waiting.weight.max(1));
+            }
+        }
+        // Tenants with nobody waiting are forgotten.
+        self.tenants.retain(|_, w| !w.guests.is_empty());
+    }
 }
 
 impl CpuGate {
     pub(crate) fn new(turns: usize) -> Self {
-        Self { turns: Arc::new(Semaphore::new(turns.max(1))), given: Arc::default() }
+        let turns = turns.max(1);
+        let state = GateState { turns, free: turns, tenants: HashMap::new(), pass: 0 };
+        Self { state: Arc::new(Mutex::new(state)) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Turns free now.
     #[cfg(test)]
     fn free(&self) -> usize {
-        self.turns.available_permits()
+        self.state().free
     }
 
-    /// Ends every turn given (the epoch thread, at each tick).
+    /// Ends every turn given (the epoch thread, at each tick), and gives
+    /// the turns to the guests waiting.
     pub(crate) fn end_turns(&self) {
-        self.given.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let mut state = self.state();
+        state.free = state.turns;
+        state.give();
     }
 
-    /// Waits for a turn, in arrival order.
-    async fn take_turn(self) {
-        if let Ok(turn) = self.turns.clone().acquire_owned().await {
-            self.given.lock().unwrap_or_else(|p| p.into_inner()).push(turn);
-        }
+    /// Waits for a turn: at once when one is free and nobody waits.
+    async fn take_turn(self, share: CpuShare) {
+        let turn = {
+            let mut state = self.state();
+            if state.free > 0 && state.tenants.is_empty() {
+                state.free -= 1;
+                return;
+            }
+            let (tx, rx) = oneshot::channel();
+            let start = state.pass;
+            let waiting = state.tenants.entry(share.tenant).or_insert_with(|| Waiting {
+                pass: start,
+                weight: share.weight,
+                guests: VecDeque::new(),
+            });
+            waiting.weight = share.weight;
+            waiting.guests.push_back(tx);
+            state.give();
+            rx
+        };
+        let _ = turn.await;
     }
 }
 
 /// One guest's standing: how many ticks it computed through in this event.
 pub(crate) struct CpuTurn {
     gate: CpuGate,
+    share: CpuShare,
     ticks: u32,
 }
 
 impl CpuTurn {
-    pub(crate) fn new(gate: CpuGate) -> Self {
-        Self { gate, ticks: 0 }
+    pub(crate) fn new(gate: CpuGate, share: CpuShare) -> Self {
+        Self { gate, share, ticks: 0 }
     }
 
     /// An event begins: the guest is not CPU-bound.
@@ -72,12 +155,12 @@ impl CpuTurn {
         if self.ticks < BUSY_AFTER_TICKS {
             return UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()));
         }
-        let gate = self.gate.clone();
+        let (gate, share) = (self.gate.clone(), self.share.clone());
         UpdateDeadline::YieldCustom(
             1,
             Box::pin(async move {
                 tokio::task::yield_now().await;
-                gate.take_turn().await;
+                gate.take_turn(share).await;
             }),
         )
     }
@@ -97,8 +180,8 @@ mod tests {
     #[tokio::test]
     async fn busy_guests_take_turns_that_end_at_the_next_tick() {
         let gate = CpuGate::new(1);
-        let mut a = CpuTurn::new(gate.clone());
-        let mut b = CpuTurn::new(gate.clone());
+        let mut a = CpuTurn::new(gate.clone(), CpuShare::default());
+        let mut b = CpuTurn::new(gate.clone(), CpuShare::default());
         // The first tick of an event only yields.
         yielded(a.tick()).await;
         yielded(b.tick()).await;
@@ -125,5 +208,42 @@ mod tests {
         a.reset();
         yielded(a.tick()).await;
         assert_eq!(gate.free(), 1);
+    }
+
+    #[tokio::test]
+    async fn waiting_tenants_get_turns_by_weight() {
+        let gate = CpuGate::new(1);
+        let counts: Arc<Mutex<HashMap<&'static str, u32>>> = Arc::default();
+        // Three spinning guests of a tenant of weight 3, three of one of
+        // weight 1: each asks for a turn again as soon as it has one.
+        let mut guests = Vec::new();
+        for (tenant, weight) in [("heavy", 3), ("light", 1)] {
+            for _ in 0..3 {
+                let (gate, counts) = (gate.clone(), counts.clone());
+                let share = CpuShare { tenant: tenant.into(), weight };
+                guests.push(tokio::spawn(async move {
+                    loop {
+                        gate.clone().take_turn(share.clone()).await;
+                        *counts.lock().unwrap().entry(tenant).or_default() += 1;
+                    }
+                }));
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        counts.lock().unwrap().clear();
+        for _ in 0..400 {
+            gate.end_turns();
+            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+        let counts = counts.lock().unwrap().clone();
+        let (heavy, light) = (counts["heavy"], counts["light"]);
+        assert!((380..=420).contains(&(heavy + light)), "{counts:?}");
+        assert!((3 * light).abs_diff(heavy) <= 8, "three to one: {counts:?}");
+        // A tenant that comes to wait later banks nothing for the wait it
+        // did not do: it starts level with the others.
+        for g in guests {
+            g.abort();
+        }
     }
 }

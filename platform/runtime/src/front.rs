@@ -13,6 +13,7 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
+use crate::cpu::CpuShare;
 use crate::guest_log::GuestLabel;
 use crate::host::{Egress, GuestConfig, GuestHost, GuestState};
 use crate::loader;
@@ -129,6 +130,7 @@ impl<H: GuestHost> FrontComponent<H> {
         host: H,
         label: GuestLabel,
         egress: Egress,
+        cpu: CpuShare,
         request: http::Request<B>,
         ends: Instant,
     ) -> Result<(http::Response<FrontBody>, FrontRun), EventFailure>
@@ -136,7 +138,7 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, ends);
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, cpu, ends);
         let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
         let proxy = loader::instantiated(&store, instantiated)?;
         let (answer, answered) = oneshot::channel();

@@ -8,6 +8,7 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 use crate::bindings::{ActorCore, ActorCorePre};
+use crate::cpu::CpuShare;
 use crate::guest_log::GuestLabel;
 use crate::host::{ActorHost, Egress, GuestConfig, GuestState, Request, Response};
 use crate::loader;
@@ -45,9 +46,10 @@ impl<H: ActorHost> ActorComponent<H> {
         host: H,
         label: GuestLabel,
         egress: Egress,
+        cpu: CpuShare,
         ends: Instant,
     ) -> Result<ActorInstance<H>, EventFailure> {
-        let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, ends);
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, cpu, ends);
         let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
         let bindings = loader::instantiated(&store, instantiated)?;
         wall::stop(&mut store);

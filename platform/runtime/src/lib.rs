@@ -21,6 +21,7 @@ use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
+pub use cpu::CpuShare;
 pub use engine::{EngineConfig, TICK};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use wasmtime::Store;
 
 use crate::EventFailure;
+use crate::cpu::CpuShare;
 use crate::guest_log::GuestLabel;
 use crate::host::{Egress, GuestConfig, GuestState};
 use crate::wall;
@@ -19,9 +20,10 @@ pub(crate) fn store<H: Send>(
     host: H,
     label: GuestLabel,
     egress: Egress,
+    cpu: CpuShare,
     ends: Instant,
 ) -> Store<GuestState<H>> {
-    wall::guest_store(engine, GuestState::new(host, label, guest, egress), ends)
+    wall::guest_store(engine, GuestState::new(host, label, guest, egress, cpu), ends)
 }
 
 /// What instantiating within the wall gave: the instance, or the failure

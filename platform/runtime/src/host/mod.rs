@@ -12,7 +12,7 @@ mod sockets;
 mod storage;
 mod values;
 
-use crate::cpu::{CpuGate, CpuTurn};
+use crate::cpu::{CpuGate, CpuShare, CpuTurn};
 use crate::guest_log::{GuestLabel, GuestOutput};
 use std::future::Future;
 
@@ -105,7 +105,7 @@ pub(crate) struct GuestConfig {
 }
 
 impl<H> GuestState<H> {
-    pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress) -> Self {
+    pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress, cpu: CpuShare) -> Self {
         let output = GuestOutput::default();
         Self {
             // A guest's output is kept, not written to the node's own: the
@@ -113,7 +113,7 @@ impl<H> GuestState<H> {
             wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.clone()).build(),
             output,
             label,
-            cpu: CpuTurn::new(config.cpu.clone()),
+            cpu: CpuTurn::new(config.cpu.clone(), cpu),
             http: WasiHttpCtx::new(),
             egress,
             table: ResourceTable::new(),
