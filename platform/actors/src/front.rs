@@ -98,7 +98,10 @@ impl Node {
         let label = GuestLabel { app: entry.label.clone(), guest: "_front".into() };
         // The runtime logs a failure, one line, where it happens.
         let cpu = self.0.cpu_share(&entry.reference);
-        front.handle(host, label, entry.egress(), cpu, request, ends).await.map_err(|f| match f {
+        // Its time until its answer's head is counted (the body it writes
+        // after runs on, uncounted).
+        let handled = front.handle(host, label, entry.egress(), cpu, request, ends);
+        entry.usage.front(handled).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
             EventFailure::Trap(_) => FrontError::Trapped,
         })

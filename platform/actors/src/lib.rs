@@ -32,7 +32,7 @@ use wasmkeep_core::{
 use wasmkeep_runtime::{CpuShare, Egress, EngineConfig, Runtime};
 use wasmkeep_scheduler::{FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
-use wasmkeep_storage::{Store, StoredVersion, ValueSeal, value_context};
+use wasmkeep_storage::{Store, StoredVersion, UsageCounts, ValueSeal, value_context};
 use wasmkeep_telemetry::Metrics;
 
 pub use actor_host::ActorEventHost;
@@ -116,14 +116,10 @@ impl wasmkeep_runtime::EgressQuota for TenantEgress {
 /// What an app used since the node started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
-    pub requests: u64,
-    /// Actor events run, and their guests' CPU and wall time.
-    pub events: u64,
-    pub cpu_micros: u64,
-    pub wall_micros: u64,
-    pub egress_requests: u64,
-    /// Bytes of the bodies its outbound requests received.
-    pub egress_bytes: u64,
+    /// What it used and the store has not been told yet: requests, actor
+    /// events, its guests' (actors' and front's) CPU and wall time,
+    /// outbound requests and the bytes of their answers' bodies.
+    pub counts: UsageCounts,
     /// Its open sockets now.
     pub sockets: usize,
 }
@@ -657,15 +653,33 @@ impl Node {
         let app = self.0.app(id)?;
         let get = AppUsage::get;
         let egress = &app.egress_counts;
-        Some(Usage {
+        let counts = UsageCounts {
             requests: get(&app.usage.requests),
             events: get(&app.usage.events),
             cpu_micros: get(&app.usage.cpu_micros),
             wall_micros: get(&app.usage.wall_micros),
             egress_requests: get(&egress.requests),
             egress_bytes: get(&egress.bytes),
-            sockets: self.0.sockets.count_where(|k| k.app == id),
-        })
+        };
+        Some(Usage { counts, sockets: self.0.sockets.count_where(|k| k.app == id) })
+    }
+
+    /// Takes `told` off the app's counts once the store has added it (what
+    /// was counted meanwhile stays for the next time).
+    pub fn usage_told(&self, id: AppId, told: &UsageCounts) {
+        let Some(app) = self.0.app(id) else { return };
+        let take = |counter: &std::sync::atomic::AtomicU64, n: u64| {
+            counter.fetch_sub(
+                n.min(counter.load(std::sync::atomic::Ordering::Relaxed)),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        };
+        take(&app.usage.requests, told.requests);
+        take(&app.usage.events, told.events);
+        take(&app.usage.cpu_micros, told.cpu_micros);
+        take(&app.usage.wall_micros, told.wall_micros);
+        take(&app.egress_counts.requests, told.egress_requests);
+        take(&app.egress_counts.bytes, told.egress_bytes);
     }
 
     /// The entry of an embedder (a benchmark, a test, a tool): builds the

@@ -1,7 +1,8 @@
-//! What each app used since the node started: requests, events, guest CPU
-//! and wall time, outbound requests and bytes (the control plane adds what
-//! it stores and its open sockets). Counted where it happens, read by
-//! `GET /v1/usage`.
+//! What each app used: requests, events, guest CPU and wall time (its
+//! actors' and its front's), outbound requests and bytes (the control
+//! plane adds what it stores and its open sockets). Counted where it
+//! happens; the control plane adds the counts to the store per period now
+//! and then (`Node::usage_told` takes off what it added).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,6 +34,17 @@ impl AppUsage {
         let mut cpu = 0;
         let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
         Self::add(&self.events, 1);
+        Self::add(&self.cpu_micros, cpu);
+        Self::add(&self.wall_micros, started.elapsed().as_micros() as u64);
+        out
+    }
+
+    /// Runs a front request's guest code, counting its CPU and wall time
+    /// (not an event).
+    pub(crate) async fn front<F: Future>(&self, run: F) -> F::Output {
+        let started = Instant::now();
+        let mut cpu = 0;
+        let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
         Self::add(&self.cpu_micros, cpu);
         Self::add(&self.wall_micros, started.elapsed().as_micros() as u64);
         out

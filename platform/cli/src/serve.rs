@@ -197,8 +197,10 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             tokio::time::sleep(Duration::from_secs(60)).await;
             forget.limits.forget_idle();
             forget.node.forget_idle_rates();
+            wasmkeep_tenants::api::usage::record(&forget).await;
         }
     });
+    let last_usage = service.clone();
 
     eprintln!("wasmkeep: serving {apps} apps on {scheme}://{public_addr} as <app>.<tenant>.{base_domain}");
     eprintln!("wasmkeep: provisioning API on {scheme}://{api_addr}/v1 (sign-up: {signup:?})");
@@ -221,5 +223,6 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     }
     wasmkeep_edge::serve(public, port, stopped(stop_rx)).await.map_err(|e| format!("serving: {e}"))?;
     let _ = api_task.await;
+    wasmkeep_tenants::api::usage::record(&last_usage).await;
     Ok(())
 }

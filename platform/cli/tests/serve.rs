@@ -1014,7 +1014,39 @@ async fn usage_counts_each_apps_requests_events_time_storage_and_sockets() {
     assert_eq!(shop["sockets"], 1);
     let idle = apps.iter().find(|a| a["app"] == "idle").unwrap();
     assert_eq!((idle["requests"].as_u64(), idle["storage_bytes"].as_u64()), (Some(0), Some(0)));
+    let period = usage["period"].as_str().unwrap().to_owned();
+    assert_eq!(period.len(), 7, "{period}");
     assert!(usage["since"].as_i64().unwrap() > 1_700_000_000);
+
+    // Stopped (SIGTERM) and started again: the period's counts were
+    // recorded, and the new node's add to them.
+    // The socket closes first (its close is an event of its actor).
+    drop(_held);
+    let closed = async {
+        loop {
+            let (_, usage) = s.api("GET", "/v1/usage", Some(&t), None).await;
+            let shop = usage["apps"].as_array().unwrap().iter().find(|a| a["app"] == "shop").unwrap().clone();
+            if shop["sockets"] == 0 && shop["events"] == 5 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), closed).await.unwrap();
+    let mut s = s;
+    assert!(Command::new("kill").args(["-TERM", &s.child.id().to_string()]).status().unwrap().success());
+    assert!(s.child.wait().unwrap().success());
+    let s = Serve::start(data.path(), &[]);
+    assert_eq!(count(&s, host, "a").await, 2);
+    let (_, usage) = s.api("GET", &format!("/v1/usage?period={period}"), Some(&t), None).await;
+    let shop = usage["apps"].as_array().unwrap().iter().find(|a| a["app"] == "shop").unwrap().clone();
+    assert_eq!((shop["requests"].as_u64(), shop["events"].as_u64()), (Some(5), Some(6)), "{shop}");
+    // Another month has nothing; a period that is not one is refused.
+    let (_, old) = s.api("GET", "/v1/usage?period=2020-01", Some(&t), None).await;
+    assert_eq!((old["since"].as_i64(), old["apps"][0]["requests"].as_u64()), (Some(1_577_836_800), Some(0)));
+    let (status, refused) = s.api("GET", "/v1/usage?period=2020-1", Some(&t), None).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("period `2020-1` is not a month as YYYY-MM"), "{refused}");
 }
 
 /// Sends a request head declaring `declared` body bytes and the first

@@ -22,6 +22,7 @@ pub mod limits;
 pub mod listing;
 pub mod names;
 pub mod path;
+pub mod period;
 pub mod plan;
 pub mod quota;
 pub mod refusal;

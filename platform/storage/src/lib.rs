@@ -269,6 +269,39 @@ pub trait AppStore: Send + Sync + 'static {
     /// Removes the app with its versions, values, actors and their storage.
     /// Components stay: they are shared by content.
     async fn delete_app(&self, app: AppId) -> Result<(), StoreError>;
+    /// Adds `used` to what the app used in `period` (`YYYY-MM`, UTC).
+    async fn add_usage(&self, app: AppId, period: &str, used: &UsageCounts) -> Result<(), StoreError>;
+    /// What the app used in `period`, as added so far.
+    async fn usage(&self, app: AppId, period: &str) -> Result<UsageCounts, StoreError>;
+}
+
+/// What an app used: counted by the node, added to the store now and then
+/// per period.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageCounts {
+    pub requests: u64,
+    pub events: u64,
+    pub cpu_micros: u64,
+    pub wall_micros: u64,
+    pub egress_requests: u64,
+    pub egress_bytes: u64,
+}
+
+impl UsageCounts {
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            requests: self.requests.saturating_add(o.requests),
+            events: self.events.saturating_add(o.events),
+            cpu_micros: self.cpu_micros.saturating_add(o.cpu_micros),
+            wall_micros: self.wall_micros.saturating_add(o.wall_micros),
+            egress_requests: self.egress_requests.saturating_add(o.egress_requests),
+            egress_bytes: self.egress_bytes.saturating_add(o.egress_bytes),
+        }
+    }
 }
 
 /// An app as the control plane lists it.

@@ -18,7 +18,7 @@ use wasmkeep_core::{ActorKey, AppId};
 use crate::group_sync::GroupSync;
 use crate::{
     ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch, WriteMark,
+    TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -86,6 +86,16 @@ const MIGRATIONS: &[&str] = &[
         WHERE kv.app = actors.app AND kv.class = actors.class AND kv.name = actors.name
     );
     UPDATE apps SET bytes = (SELECT COALESCE(SUM(bytes), 0) FROM actors WHERE actors.app = apps.id);
+    ",
+    // 3: what each app used, per month.
+    "
+    CREATE TABLE usage (
+        app INTEGER NOT NULL, period TEXT NOT NULL,
+        requests INTEGER NOT NULL, events INTEGER NOT NULL,
+        cpu_micros INTEGER NOT NULL, wall_micros INTEGER NOT NULL,
+        egress_requests INTEGER NOT NULL, egress_bytes INTEGER NOT NULL,
+        PRIMARY KEY (app, period)
+    );
     ",
 ];
 
@@ -596,7 +606,7 @@ impl AppStore for SqliteStore {
         {
             let mut conn = self.conn();
             let tx = conn.transaction()?;
-            for table in ["kv", "actors", "sealed_values", "version_components", "versions"] {
+            for table in ["kv", "actors", "sealed_values", "version_components", "versions", "usage"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE app = ?1"), params![app.0])?;
             }
             tx.execute("DELETE FROM apps WHERE id = ?1", params![app.0])?;
@@ -604,6 +614,51 @@ impl AppStore for SqliteStore {
         }
         self.settle().await?;
         Ok(())
+    }
+
+    async fn add_usage(&self, app: AppId, period: &str, used: &UsageCounts) -> Result<(), StoreError> {
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.conn().execute(
+            "INSERT INTO usage (app, period, requests, events, cpu_micros, wall_micros, egress_requests, egress_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (app, period) DO UPDATE SET
+                requests = requests + ?3, events = events + ?4, cpu_micros = cpu_micros + ?5,
+                wall_micros = wall_micros + ?6, egress_requests = egress_requests + ?7, egress_bytes = egress_bytes + ?8",
+            params![
+                app.0,
+                period,
+                n(used.requests),
+                n(used.events),
+                n(used.cpu_micros),
+                n(used.wall_micros),
+                n(used.egress_requests),
+                n(used.egress_bytes)
+            ],
+        )?;
+        self.settle().await
+    }
+
+    async fn usage(&self, app: AppId, period: &str) -> Result<UsageCounts, StoreError> {
+        let row = self
+            .conn()
+            .query_row(
+                "SELECT requests, events, cpu_micros, wall_micros, egress_requests, egress_bytes
+                 FROM usage WHERE app = ?1 AND period = ?2",
+                params![app.0, period],
+                |r| {
+                    let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                    Ok(UsageCounts {
+                        requests: n(0)?,
+                        events: n(1)?,
+                        cpu_micros: n(2)?,
+                        wall_micros: n(3)?,
+                        egress_requests: n(4)?,
+                        egress_bytes: n(5)?,
+                    })
+                },
+            )
+            .optional()?;
+        Ok(row.unwrap_or_default())
     }
 }
 
@@ -1042,6 +1097,22 @@ mod tests {
         block(s.delete_actor(&b, eb)).unwrap();
         assert_eq!(block(s.stored(&a, &WriteBatch::default())).unwrap(), (Stored { actor: 4, tenant: 4 }, 0));
         assert_eq!(block(s.app_bytes(chat)).unwrap(), 0);
+    }
+
+    #[test]
+    fn usage_adds_up_per_app_and_period_and_goes_with_its_app() {
+        let (_d, s) = store();
+        let (shop, chat) = (block(s.ensure_app("acme", "shop")).unwrap(), block(s.ensure_app("acme", "chat")).unwrap());
+        let used =
+            UsageCounts { requests: 2, events: 3, cpu_micros: 4, wall_micros: 5, egress_requests: 6, egress_bytes: 7 };
+        block(s.add_usage(shop, "2026-11", &used)).unwrap();
+        block(s.add_usage(shop, "2026-11", &used)).unwrap();
+        block(s.add_usage(shop, "2026-12", &used)).unwrap();
+        assert_eq!(block(s.usage(shop, "2026-11")).unwrap(), used.plus(used));
+        assert_eq!(block(s.usage(shop, "2026-12")).unwrap(), used);
+        assert_eq!(block(s.usage(chat, "2026-11")).unwrap(), UsageCounts::default());
+        block(s.delete_app(shop)).unwrap();
+        assert_eq!(block(s.usage(shop, "2026-11")).unwrap(), UsageCounts::default());
     }
 
     #[test]

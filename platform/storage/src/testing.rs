@@ -19,7 +19,7 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
     ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, Wake, WriteBatch, WriteMark,
+    TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
 /// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
@@ -353,6 +353,15 @@ impl<S: ?Sized + AppStore> AppStore for FaultyStore<S> {
     async fn delete_app(&self, app: AppId) -> Result<(), StoreError> {
         self.enter(Op::DeleteApp).await?;
         self.inner.delete_app(app).await
+    }
+
+    // Usage passes straight through, as the control plane's reads do.
+    async fn add_usage(&self, app: AppId, period: &str, used: &UsageCounts) -> Result<(), StoreError> {
+        self.inner.add_usage(app, period, used).await
+    }
+
+    async fn usage(&self, app: AppId, period: &str) -> Result<UsageCounts, StoreError> {
+        self.inner.usage(app, period).await
     }
 }
 

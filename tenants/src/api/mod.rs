@@ -10,7 +10,7 @@ mod error;
 pub mod limits;
 mod tenants;
 mod tokens;
-mod usage;
+pub mod usage;
 mod values;
 
 use std::net::SocketAddr;
