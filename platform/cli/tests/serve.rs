@@ -1131,6 +1131,60 @@ async fn a_tenants_slow_bodies_and_held_requests_cost_it_not_another() {
 }
 
 #[tokio::test]
+async fn spinning_guests_share_the_cpu_by_their_plans_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    // The free plan, and a `heavy` one of weight 3; events cut at 2 s.
+    let plans = plans_with(dir.path(), &[]);
+    let free = std::fs::read_to_string(plans.join("free.toml")).unwrap();
+    std::fs::write(plans.join("heavy.toml"), free.replace("weight = 1 ", "weight = 3 ")).unwrap();
+    let limits = dir.path().join("limits.toml");
+    // One CPU turn for spinning guests, whatever the machine's cores.
+    std::fs::write(&limits, "wall_per_event_secs = 2.0\nbusy_guests_at_once = 1\n").unwrap();
+    let s = Serve::start(
+        &dir.path().join("data"),
+        &["--plans", plans.to_str().unwrap(), "--limits", limits.to_str().unwrap()],
+    );
+    let (light, heavy) = (signup(&s, "light").await, signup(&s, "heavy").await);
+    let operator = s.operator_token();
+    let (status, _) = s.api("PUT", "/v1/tenants/heavy/plan", Some(&operator), Some(json!({"plan": "heavy"}))).await;
+    assert_eq!(status, 200);
+    deploy(&s, &light, "app").await;
+    deploy(&s, &heavy, "app").await;
+
+    // Three guests of each spin until their wall, all at once.
+    let spins: Vec<_> = ["light", "heavy"]
+        .into_iter()
+        .flat_map(|tenant| (0..3).map(move |i| (tenant, i)))
+        .map(|(tenant, i)| {
+            let public = s.public;
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .get(format!("http://{public}/actor/probe/spin{i}/loop"))
+                    .header("host", format!("app.{tenant}.localhost"))
+                    .timeout(Duration::from_secs(30))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    for spin in spins {
+        assert_eq!(spin.await.unwrap(), 504, "cut at its wall");
+    }
+    let cpu = |usage: &Value| usage["apps"][0]["cpu_ms"].as_u64().unwrap() as f64;
+    let (_, used_light) = s.api("GET", "/v1/usage", Some(&light), None).await;
+    let (_, used_heavy) = s.api("GET", "/v1/usage", Some(&heavy), None).await;
+    let (l, h) = (cpu(&used_light), cpu(&used_heavy));
+    // One turn, both tenants waiting for it all along: three to one (less
+    // the ticks a guest takes to ask again on a busy machine).
+    assert!(h + l > 500.0, "light {l} ms, heavy {h} ms");
+    assert!((1.6..=4.5).contains(&(h / l)), "light {l} ms, heavy {h} ms of CPU");
+    eprintln!("CPU light {l} ms, heavy {h} ms");
+}
+
+#[tokio::test]
 async fn a_noisy_tenant_filling_the_pool_costs_a_quiet_one_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // A small pool (20 actor instances) and plans whose residents could

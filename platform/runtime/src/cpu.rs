@@ -46,8 +46,8 @@ pub(crate) struct CpuGate {
 struct GateState {
     turns: usize,
     free: usize,
-    /// Each tenant's waiting guests and its pass (stride scheduling: every
-    /// turn it is given adds `STRIDE / weight`).
+    /// Each tenant with CPU-bound guests: its waiting guests and its pass
+    /// (stride scheduling: every turn it is given adds `STRIDE / weight`).
     tenants: HashMap<Arc<str>, Waiting>,
     /// The pass of the last turn given: a tenant that starts waiting
     /// starts there, so a tenant that waited for nothing banks no turns.
@@ -58,6 +58,10 @@ struct Waiting {
     pass: u64,
     weight: u32,
     guests: VecDeque<oneshot::Sender<()>>,
+    /// Its guests CPU-bound now, waiting or running: its pass is kept
+    /// while it has any (a guest asking again a tick late keeps what its
+    /// tenant is owed), and forgotten when it has none (no turns banked).
+    busy: u32,
 }
 
 const STRIDE: u64 = 1 << 20;
@@ -77,8 +81,22 @@ impl GateState {
                 waiting.pass += STRIDE / u64::from(waiting.weight.max(1));
             }
         }
-        // Tenants with nobody waiting are forgotten.
-        self.tenants.retain(|_, w| !w.guests.is_empty());
+        // A tenant with no guest CPU-bound any more is forgotten.
+        self.tenants.retain(|_, w| w.busy > 0 || !w.guests.is_empty());
+    }
+
+    /// The entry of `share`'s tenant; a tenant new to the gate starts at
+    /// the pass of the last turn given.
+    fn tenant(&mut self, share: &CpuShare) -> &mut Waiting {
+        let start = self.pass;
+        let waiting = self.tenants.entry(share.tenant.clone()).or_insert_with(|| Waiting {
+            pass: start,
+            weight: share.weight,
+            guests: VecDeque::new(),
+            busy: 0,
+        });
+        waiting.weight = share.weight;
+        waiting
     }
 }
 
@@ -107,23 +125,32 @@ impl CpuGate {
         state.give();
     }
 
+    /// A guest of `share`'s tenant became CPU-bound.
+    fn join(&self, share: &CpuShare) {
+        self.state().tenant(share).busy += 1;
+    }
+
+    /// A CPU-bound guest's event ended (or the guest went).
+    fn leave(&self, share: &CpuShare) {
+        let mut state = self.state();
+        if let Some(waiting) = state.tenants.get_mut(&share.tenant) {
+            waiting.busy = waiting.busy.saturating_sub(1);
+            if waiting.busy == 0 && waiting.guests.is_empty() {
+                state.tenants.remove(&share.tenant);
+            }
+        }
+    }
+
     /// Waits for a turn: at once when one is free and nobody waits.
     async fn take_turn(self, share: CpuShare) {
         let turn = {
             let mut state = self.state();
-            if state.free > 0 && state.tenants.is_empty() {
+            if state.free > 0 && state.tenants.values().all(|w| w.guests.is_empty()) {
                 state.free -= 1;
                 return;
             }
             let (tx, rx) = oneshot::channel();
-            let start = state.pass;
-            let waiting = state.tenants.entry(share.tenant).or_insert_with(|| Waiting {
-                pass: start,
-                weight: share.weight,
-                guests: VecDeque::new(),
-            });
-            waiting.weight = share.weight;
-            waiting.guests.push_back(tx);
+            state.tenant(&share).guests.push_back(tx);
             state.give();
             rx
         };
@@ -136,16 +163,29 @@ pub(crate) struct CpuTurn {
     gate: CpuGate,
     share: CpuShare,
     ticks: u32,
+    /// Counted among its tenant's CPU-bound guests.
+    joined: bool,
+}
+
+impl Drop for CpuTurn {
+    fn drop(&mut self) {
+        if self.joined {
+            self.gate.leave(&self.share);
+        }
+    }
 }
 
 impl CpuTurn {
     pub(crate) fn new(gate: CpuGate, share: CpuShare) -> Self {
-        Self { gate, share, ticks: 0 }
+        Self { gate, share, ticks: 0, joined: false }
     }
 
     /// An event begins: the guest is not CPU-bound.
     pub(crate) fn reset(&mut self) {
         self.ticks = 0;
+        if std::mem::take(&mut self.joined) {
+            self.gate.leave(&self.share);
+        }
     }
 
     /// At a tick: yield behind the ready I/O, and once CPU-bound, wait for
@@ -154,6 +194,10 @@ impl CpuTurn {
         self.ticks = self.ticks.saturating_add(1);
         if self.ticks < BUSY_AFTER_TICKS {
             return UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()));
+        }
+        if !self.joined {
+            self.joined = true;
+            self.gate.join(&self.share);
         }
         let (gate, share) = (self.gate.clone(), self.share.clone());
         UpdateDeadline::YieldCustom(
@@ -242,6 +286,44 @@ mod tests {
         assert!((3 * light).abs_diff(heavy) <= 8, "three to one: {counts:?}");
         // A tenant that comes to wait later banks nothing for the wait it
         // did not do: it starts level with the others.
+        for g in guests {
+            g.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_guest_asking_again_late_keeps_what_its_tenant_is_owed() {
+        let gate = CpuGate::new(1);
+        let counts: Arc<Mutex<HashMap<&'static str, u32>>> = Arc::default();
+        let (tick_tx, tick_rx) = tokio::sync::watch::channel(0u64);
+        let mut guests = Vec::new();
+        for (tenant, weight) in [("heavy", 3), ("light", 1)] {
+            for _ in 0..3 {
+                let (gate, counts, mut ticks) = (gate.clone(), counts.clone(), tick_rx.clone());
+                let share = CpuShare { tenant: tenant.into(), weight };
+                guests.push(tokio::spawn(async move {
+                    gate.join(&share);
+                    loop {
+                        gate.clone().take_turn(share.clone()).await;
+                        *counts.lock().unwrap().entry(tenant).or_default() += 1;
+                        // It runs to the next tick and notices it only a
+                        // tick later (a busy worker), then asks again.
+                        let seen = *ticks.borrow_and_update();
+                        let _ = ticks.wait_for(|t| *t > seen + 1).await;
+                    }
+                }));
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        counts.lock().unwrap().clear();
+        for t in 1..=400u64 {
+            gate.end_turns();
+            tick_tx.send_replace(t);
+            tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+        }
+        let counts = counts.lock().unwrap().clone();
+        let (heavy, light) = (counts["heavy"], counts["light"]);
+        assert!((3 * light).abs_diff(heavy) <= 12, "three to one: {counts:?}");
         for g in guests {
             g.abort();
         }

@@ -73,8 +73,10 @@ impl Ticker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(TICK);
-                    gate.end_turns();
+                    // The epoch first: a guest given a turn below runs
+                    // until the next tick, not just to this one.
                     engine.increment_epoch();
+                    gate.end_turns();
                 }
             })
             .expect("spawning the epoch thread");
