@@ -277,6 +277,25 @@ async fn signup_tokens_and_scopes() {
     assert_eq!(s.api("DELETE", &format!("/v1/tokens/{id}"), Some(&admin), None).await.0, 404);
     let (status, body) = s.api("POST", "/v1/tokens", Some(&admin), Some(json!({"scope": "root"}))).await;
     assert_eq!(status, 400, "{body}");
+
+    // The account's last admin token stays: it alone can manage the others.
+    let (_, listed) = s.api("GET", "/v1/tokens", Some(&admin), None).await;
+    let admin_id = |listed: &Value| {
+        listed["tokens"].as_array().unwrap().iter().find(|t| t["scope"] == "admin").unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = admin_id(&listed);
+    let (status, body) = s.api("DELETE", &format!("/v1/tokens/{first}"), Some(&admin), None).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], "this is the account's last admin token; create another admin token first");
+    assert_eq!(s.api("GET", "/v1/apps", Some(&admin), None).await.0, 200);
+    // With another admin token made, the first may go.
+    let (_, second) = s.api("POST", "/v1/tokens", Some(&admin), Some(json!({"scope": "admin"}))).await;
+    let second = second["token"].as_str().unwrap().to_owned();
+    assert_eq!(s.api("DELETE", &format!("/v1/tokens/{first}"), Some(&second), None).await.0, 204);
+    assert_eq!(s.api("GET", "/v1/apps", Some(&admin), None).await.0, 401);
 }
 
 #[tokio::test]

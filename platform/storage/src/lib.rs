@@ -355,7 +355,20 @@ pub trait TenantStore: Send + Sync + 'static {
     /// The tenant's tokens (`None`: the operator's), oldest first.
     async fn tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenRecord>, StoreError>;
     /// Revokes one of the tenant's tokens; false when it has none by that id.
-    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError>;
+    /// Revokes one of the tenant's tokens (`None`: one of the operator's),
+    /// unless it is the tenant's last `admin` token: an account must keep
+    /// one token that can manage the others.
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<Revoked, StoreError>;
+}
+
+/// What revoking a token did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoked {
+    Yes,
+    /// The tenant has no token by that id.
+    NoSuchToken,
+    /// It is the tenant's last `admin` token: kept.
+    LastAdmin,
 }
 
 /// Every half of a store, as one node uses them.

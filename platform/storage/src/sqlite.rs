@@ -17,7 +17,7 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::group_sync::GroupSync;
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, Revoked, StorageBudget, StoreError, Stored, StoredVersion,
     TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
@@ -768,10 +768,34 @@ impl TenantStore for SqliteStore {
         Ok(tokens)
     }
 
-    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError> {
-        let n = self.conn().execute("DELETE FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id])?;
-        self.settle().await?;
-        Ok(n == 1)
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<Revoked, StoreError> {
+        let revoked = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let scope: Option<String> = tx
+                .query_row("SELECT scope FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id], |r| r.get(0))
+                .optional()?;
+            let admins = || -> rusqlite::Result<i64> {
+                tx.query_row(
+                    "SELECT COUNT(*) FROM tokens WHERE tenant IS ?1 AND scope = 'admin'",
+                    params![tenant],
+                    |r| r.get(0),
+                )
+            };
+            match scope.as_deref() {
+                None => Revoked::NoSuchToken,
+                Some("admin") if tenant.is_some() && admins()? <= 1 => Revoked::LastAdmin,
+                Some(_) => {
+                    tx.execute("DELETE FROM tokens WHERE tenant IS ?1 AND id = ?2", params![tenant, id])?;
+                    tx.commit()?;
+                    Revoked::Yes
+                }
+            }
+        };
+        if revoked == Revoked::Yes {
+            self.settle().await?;
+        }
+        Ok(revoked)
     }
 }
 
@@ -965,10 +989,14 @@ mod tests {
         assert_eq!(ids(block(s.tokens(Some("acme"))).unwrap()), ["t1", "t4"]);
         assert_eq!(ids(block(s.tokens(None)).unwrap()), ["op"]);
         // A tenant revokes only its own tokens.
-        assert!(!block(s.revoke_token(Some("dev"), "t4")).unwrap());
-        assert!(!block(s.revoke_token(None, "t4")).unwrap());
-        assert!(block(s.revoke_token(Some("acme"), "t4")).unwrap());
+        assert_eq!(block(s.revoke_token(Some("dev"), "t4")).unwrap(), Revoked::NoSuchToken);
+        assert_eq!(block(s.revoke_token(None, "t4")).unwrap(), Revoked::NoSuchToken);
+        assert_eq!(block(s.revoke_token(Some("acme"), "t4")).unwrap(), Revoked::Yes);
         assert_eq!(block(s.token_by_hash("h4")).unwrap(), None);
+        // Its last admin token stays; the operator's may go.
+        assert_eq!(block(s.revoke_token(Some("acme"), "t1")).unwrap(), Revoked::LastAdmin);
+        assert!(block(s.token_by_hash("h1")).unwrap().is_some());
+        assert_eq!(block(s.revoke_token(None, "op")).unwrap(), Revoked::Yes);
     }
 
     #[test]

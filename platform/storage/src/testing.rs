@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, StorageBudget, StoreError, Stored, StoredVersion,
+    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, Revoked, StorageBudget, StoreError, Stored, StoredVersion,
     TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
@@ -399,7 +399,7 @@ impl<S: ?Sized + TenantStore> TenantStore for FaultyStore<S> {
         self.inner.tokens(tenant).await
     }
 
-    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<bool, StoreError> {
+    async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<Revoked, StoreError> {
         self.inner.revoke_token(tenant, id).await
     }
 }

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wasmkeep_storage::TokenRecord;
+use wasmkeep_storage::{Revoked, TokenRecord};
 
 use super::error::read_json;
 use super::{ApiError, Caller, Service, unix_now};
@@ -66,9 +66,12 @@ pub async fn revoke(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let tenant = caller.tenant(Scope::Admin)?;
-    if service.store.revoke_token(Some(tenant.as_str()), &id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("no such token"))
+    match service.store.revoke_token(Some(tenant.as_str()), &id).await? {
+        Revoked::Yes => Ok(StatusCode::NO_CONTENT),
+        Revoked::NoSuchToken => Err(ApiError::not_found("no such token")),
+        Revoked::LastAdmin => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "this is the account's last admin token; create another admin token first",
+        )),
     }
 }
