@@ -6,21 +6,13 @@ use std::sync::Arc;
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::Access;
 use wasmkeep_storage::testing::{FaultyStore, Op};
-use wasmkeep_storage::{SqliteStore, StoreError};
+use wasmkeep_storage::{Durability, SqliteStore, StoreError};
 use wasmkeep_tests::{TestNode, class, guests, test_limits};
 
 #[tokio::test]
 async fn no_answer_leaves_before_its_writes_are_durable() {
-    let data = Arc::new(tempfile::tempdir().unwrap());
     // A real SQLite store whose commits can be made to fail.
-    let store = FaultyStore::new(Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap()));
-    let faults = store.faults();
-    let spec = VersionSpec {
-        front: None,
-        classes: vec![class("open", Access::Open, &guests().probe)],
-        required_values: vec![],
-    };
-    let n = TestNode::start_with(data, Arc::new(store), test_limits(), spec).await;
+    let (n, faults, _) = probe_node(Durability::Process, test_limits()).await;
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
 
     faults.fail_always(Op::Commit, StoreError::Backend("disk full".into()));
@@ -35,11 +27,14 @@ async fn no_answer_leaves_before_its_writes_are_durable() {
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 2);
 }
 
-/// A node on a store whose calls are counted, with actors that hibernate
-/// 0.1 s after their last event.
-async fn counted_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
+/// A node with the probe as class `open`, on a real SQLite store of
+/// `durability` whose calls are counted and can be faulted.
+async fn probe_node(
+    durability: Durability,
+    limits: wasmkeep_core::Limits,
+) -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
     let data = Arc::new(tempfile::tempdir().unwrap());
-    let sqlite = Arc::new(SqliteStore::open(&data.path().join("store.db")).unwrap());
+    let sqlite = Arc::new(SqliteStore::open_with(&data.path().join("store.db"), durability).unwrap());
     let store = FaultyStore::new(sqlite.clone());
     let faults = store.faults();
     let spec = VersionSpec {
@@ -47,8 +42,12 @@ async fn counted_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<Sql
         classes: vec![class("open", Access::Open, &guests().probe)],
         required_values: vec![],
     };
-    let limits = wasmkeep_core::Limits { idle_secs: 0.1, ..test_limits() };
     (TestNode::start_with(data, Arc::new(store), limits, spec).await, faults, sqlite)
+}
+
+/// Actors that hibernate 0.1 s after their last event.
+async fn counted_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
+    probe_node(Durability::Process, wasmkeep_core::Limits { idle_secs: 0.1, ..test_limits() }).await
 }
 
 async fn hibernated(n: &TestNode) -> bool {
@@ -107,20 +106,10 @@ async fn a_commit_that_fails_before_a_call_fails_the_event_and_forgets_the_epoch
     assert_eq!(faults.calls(Op::Wake), 2);
 }
 
-/// A node on a store synced by group commit (as `serve` runs), whose waits
-/// for durability can be held.
+/// A store synced by group commit (as `serve` runs), whose waits for
+/// durability can be held.
 async fn synced_node() -> (TestNode, wasmkeep_storage::testing::Faults, Arc<SqliteStore>) {
-    let data = Arc::new(tempfile::tempdir().unwrap());
-    let path = data.path().join("store.db");
-    let sqlite = Arc::new(SqliteStore::open_with(&path, wasmkeep_storage::Durability::PowerLoss).unwrap());
-    let store = FaultyStore::new(sqlite.clone());
-    let faults = store.faults();
-    let spec = VersionSpec {
-        front: None,
-        classes: vec![class("open", Access::Open, &guests().probe)],
-        required_values: vec![],
-    };
-    (TestNode::start_with(data, Arc::new(store), test_limits(), spec).await, faults, sqlite)
+    probe_node(Durability::PowerLoss, test_limits()).await
 }
 
 #[tokio::test]

@@ -117,15 +117,15 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 EventAnswer::Opened(opened) => opened,
                 other => Err(format!("an open answered {other:?}")),
             });
-            let node = node.clone();
-            release(&node.clone(), residence.written, opened, move |opened| async move {
+            let owner = node.clone();
+            release(node, residence.written, opened, move |opened| async move {
                 if let Err(unsent) = reply.send(opened) {
                     // The client left while the actor opened it: the socket
                     // goes, and an actor that accepted it hears it close, as
                     // its open was admitted.
-                    node.sockets.remove(conn);
+                    owner.sockets.remove(conn);
                     if let Ok(Ok(())) = unsent {
-                        node.tell_closed(envelope, conn, close::LOST, String::new()).await;
+                        owner.tell_closed(envelope, conn, close::LOST, String::new()).await;
                     }
                 }
             })
@@ -156,8 +156,9 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
 
 /// Delivers an event's answer once the actor's commits up to `written` are
 /// durable (the output gate across events: an answer may tell what the
-/// actor read of its writes not yet synced). The actor's next event runs meanwhile; the
-/// delivery waits on its own task unless the writes are durable already.
+/// actor read of its writes not yet synced). The actor's next event runs
+/// meanwhile: the delivery waits on its own task, unless the writes are
+/// durable already.
 async fn release<T, F>(
     node: &Arc<NodeInner>,
     written: WriteMark,

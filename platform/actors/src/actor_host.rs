@@ -39,7 +39,7 @@ pub(crate) struct StorageGate {
     /// what a commit would leave, so a write within the budget by it needs
     /// no store read. `None` until the store is asked (after a wake).
     known: Option<Stored>,
-    written: u64,
+    written_bytes: u64,
     /// A write of this event went over the budget: its writes are dropped
     /// and every later one is refused; the guest was told.
     over: Option<OverBudget>,
@@ -67,7 +67,7 @@ impl StorageGate {
             broken: None,
             budget: budget(limits),
             known: None,
-            written: 0,
+            written_bytes: 0,
             over: None,
             last_commit: event.last_commit,
         }
@@ -86,7 +86,7 @@ impl StorageGate {
         self.deleted = false;
         self.broken = None;
         self.budget = budget(limits);
-        self.written = 0;
+        self.written_bytes = 0;
         self.over = None;
     }
 
@@ -95,7 +95,7 @@ impl StorageGate {
         let stored = self.store.commit(&self.key, self.epoch, batch, self.budget).await?;
         self.last_commit = self.store.mark();
         self.known = Some(stored);
-        self.written = 0;
+        self.written_bytes = 0;
         Ok(())
     }
 
@@ -164,8 +164,8 @@ impl StorageGate {
         if adds == 0 || self.budget.is_unbounded() {
             return Ok(());
         }
-        self.written += adds;
-        let bound = self.known.map(|known| known.grown(self.written.min(i64::MAX as u64) as i64));
+        self.written_bytes += adds;
+        let bound = self.known.map(|known| known.grown(self.written_bytes.min(i64::MAX as u64) as i64));
         if bound.is_some_and(|bound| self.budget.check(bound, 1).is_ok()) {
             return Ok(());
         }
@@ -177,7 +177,7 @@ impl StorageGate {
             return Err(StoreError::OverBudget(over));
         }
         self.known = Some(now.grown(growth));
-        self.written = 0;
+        self.written_bytes = 0;
         Ok(())
     }
 

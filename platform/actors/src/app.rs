@@ -206,28 +206,28 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
         self.by_id.values().filter(move |a| &a.reference.tenant == tenant)
     }
 
-    /// `tenant`'s share of `size` things (pool instances, front slots) by
-    /// the weights of the tenants holding some of them now (`held`), its
-    /// own included: the one place the weighted share is reckoned.
-    pub fn share_of(&self, tenant: &Tenant, size: usize, held: impl Fn(&Tenant) -> u32) -> u32 {
-        let total = self
-            .tenants
+    /// The weights of the tenants holding some of a thing now (`holds`),
+    /// `tenant`'s own included: what every weighted share is reckoned
+    /// against.
+    fn holding_weight(&self, tenant: &Tenant, holds: impl Fn(&Tenant) -> bool) -> u32 {
+        self.tenants
             .values()
-            .filter(|t| held(t) > 0 || t.id == tenant.id)
-            .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight));
+            .filter(|t| holds(t) || t.id == tenant.id)
+            .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight))
+    }
+
+    /// `tenant`'s share of `size` things (pool instances, front slots) by
+    /// the weights of the tenants holding some of them now (`held`).
+    pub fn share_of(&self, tenant: &Tenant, size: usize, held: impl Fn(&Tenant) -> u32) -> u32 {
+        let total = self.holding_weight(tenant, |t| held(t) > 0);
         quota::fair_share(u32::try_from(size).unwrap_or(u32::MAX), tenant.plan.weight, total)
     }
 
     /// `tenant`'s share of a node-wide bound of `size` that a newcomer must
     /// find room in (the port's requests in flight, its body bytes), by the
-    /// weights of the tenants holding some now (`holds`), its own included.
+    /// weights of the tenants holding some now (`holds`).
     pub fn room_of(&self, tenant: &Tenant, size: u64, holds: impl Fn(&Tenant) -> bool) -> u64 {
-        let total = self
-            .tenants
-            .values()
-            .filter(|t| holds(t) || t.id == tenant.id)
-            .fold(0u32, |sum, t| sum.saturating_add(t.plan.weight));
-        quota::share_with_room(size, tenant.plan.weight, total)
+        quota::share_with_room(size, tenant.plan.weight, self.holding_weight(tenant, holds))
     }
 
     /// Every tenant with a plan.

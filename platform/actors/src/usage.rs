@@ -30,18 +30,18 @@ impl AppUsage {
 
     /// Runs one event's guest code, counting its CPU and wall time.
     pub(crate) async fn event<F: Future>(&self, run: F) -> F::Output {
-        let started = Instant::now();
-        let mut cpu = 0;
-        let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
+        let out = self.timed(run).await;
         Self::add(&self.events, 1);
-        Self::add(&self.cpu_micros, cpu);
-        Self::add(&self.wall_micros, started.elapsed().as_micros() as u64);
         out
     }
 
     /// Runs a front request's guest code, counting its CPU and wall time
     /// (not an event).
     pub(crate) async fn front<F: Future>(&self, run: F) -> F::Output {
+        self.timed(run).await
+    }
+
+    async fn timed<F: Future>(&self, run: F) -> F::Output {
         let started = Instant::now();
         let mut cpu = 0;
         let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
