@@ -2,7 +2,10 @@
 //! node. `wasmkeep serve` in its own process, two tenants on the same plan
 //! (100 requests/s each); the quiet one sends a tenth of its rate, paced,
 //! to its actors, alone and then while the noisy one sends ten times its
-//! rate, each request to a new actor (enough to fill the pool). Goal: the
+//! rate, each request to a new actor (enough to fill the pool), the phases
+//! alternating `--rounds` times (default 3, `--secs` 20 each); the noisy
+//! requests paced one a millisecond, or with `--burst` twenty at once every
+//! 20 ms. Goal: the
 //! quiet tenant's p99 with the noisy one within 2x of its p99 alone.
 
 use std::process::Command;
@@ -107,6 +110,8 @@ async fn quiet(addr: &str, rate: u32, actors: u32, length: Duration) -> Result<(
 /// The noisy tenant's load, on its own runtime, until `stop`.
 fn noisy_load(
     addr: &str,
+    round: u32,
+    burst: bool,
     stop: &Arc<AtomicBool>,
     sent: &Arc<AtomicU64>,
     refused: &Arc<AtomicU64>,
@@ -121,13 +126,18 @@ fn noisy_load(
                 let (mut sender, conn) =
                     hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
                 tokio::spawn(conn);
-                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                // Evenly paced, connection `c` ticking `c` ms into each 20 ms
+                // (one request a millisecond in all); with `burst`, all 20 at
+                // once every 20 ms.
+                let offset = if burst { 0 } else { c };
+                let start = tokio::time::Instant::now() + Duration::from_millis(offset);
+                let mut tick = tokio::time::interval_at(start, Duration::from_millis(20));
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     tick.tick().await;
                     i += 1;
                     sender.ready().await.map_err(|e| e.to_string())?;
-                    let path = format!("/actor/probe/n{c}-{i}/ping");
+                    let path = format!("/actor/probe/n{round}-{c}-{i}/ping");
                     let req = hyper::Request::get(path)
                         .header("host", "app.noisy.localhost")
                         .body(Full::new(Bytes::new()))
@@ -150,7 +160,9 @@ fn noisy_load(
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let secs: f64 = flag(args, "--secs", 10.0)?;
+    let secs: f64 = flag(args, "--secs", 20.0)?;
+    let rounds: u32 = flag(args, "--rounds", 3)?;
+    let burst = args.iter().any(|a| a == "--burst");
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let plans = data.path().join("plans");
     std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
@@ -180,25 +192,43 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let length = Duration::from_secs_f64(secs);
         // Warm: the quiet tenant's 20 actors are resident.
         quiet(&server.addr, 20, 20, Duration::from_secs(2)).await?;
-        let (alone, failed_alone) = quiet(&server.addr, 10, 20, length).await?;
-
-        let stop = Arc::new(AtomicBool::new(false));
+        // The phases alternate, alone then beside, `rounds` times, and the
+        // samples are pooled: a drift of the machine (a neighbour on the
+        // host, a frequency change) lands in both, not in one.
+        let (mut alone, mut beside, mut failed_alone, mut failed_beside) = (Vec::new(), Vec::new(), 0, 0);
         let (sent, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        // Ten times its plan's rate: 20 keep-alive connections, 50 requests
-        // a second each, every request to a new actor. They run on a thread
-        // of their own: the quiet tenant's latencies are the server's, not
-        // the time its client's thread spent on the noisy one's requests.
-        let noisy_thread = {
-            let (stop, sent, refused, addr) = (stop.clone(), sent.clone(), refused.clone(), server.addr.clone());
-            std::thread::spawn(move || noisy_load(&addr, &stop, &sent, &refused))
-        };
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let (beside, failed_beside) = quiet(&server.addr, 10, 20, length).await?;
-        stop.store(true, Ordering::Relaxed);
-        noisy_thread.join().map_err(|_| "the noisy load panicked".to_string())??;
+        for round in 0..rounds {
+            let (a, failed) = quiet(&server.addr, 10, 20, length).await?;
+            failed_alone += failed;
+            let stop = Arc::new(AtomicBool::new(false));
+            // Ten times its plan's rate: 20 keep-alive connections, 50
+            // requests a second each, every request to a new actor. They run
+            // on a thread of their own: the quiet tenant's latencies are the
+            // server's, not the time its client's thread spent on the noisy
+            // one's requests.
+            let noisy_thread = {
+                let (stop, sent, refused, addr) = (stop.clone(), sent.clone(), refused.clone(), server.addr.clone());
+                std::thread::spawn(move || noisy_load(&addr, round, burst, &stop, &sent, &refused))
+            };
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (b, failed) = quiet(&server.addr, 10, 20, length).await?;
+            failed_beside += failed;
+            stop.store(true, Ordering::Relaxed);
+            noisy_thread.join().map_err(|_| "the noisy load panicked".to_string())??;
+            let (ra, rb) = (stats::summarize(a.clone()), stats::summarize(b.clone()));
+            println!(
+                "round {}: p99 alone {:?}, beside {:?}: {:.2}x",
+                round + 1,
+                ra.p99,
+                rb.p99,
+                rb.p99.as_secs_f64() / ra.p99.as_secs_f64()
+            );
+            alone.extend(a);
+            beside.extend(b);
+        }
 
         let (a, b) = (stats::summarize(alone), stats::summarize(beside));
-        println!("fairness: the quiet tenant at 10 req/s (a tenth of its plan), {secs} s a phase; the noisy at 1,000 req/s (ten times its plan), each to a new actor");
+        println!("fairness: the quiet tenant at 10 req/s (a tenth of its plan), {rounds} rounds of {secs} s alone then {secs} s beside the noisy one at 1,000 req/s (ten times its plan), each to a new actor, {}; samples pooled", if burst { "in bursts of 20 every 20 ms" } else { "one a millisecond" });
         println!("| quiet tenant | p50 | p99 | failed |");
         println!("|---|---|---|---|");
         println!("| alone | {:?} | {:?} | {failed_alone} |", a.p50, a.p99);

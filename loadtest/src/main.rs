@@ -15,6 +15,7 @@
 //! target/release/wasmkeep-loadtest isolation          # an actor's p99 alone vs beside 2 and 4 looping guests
 //! target/release/wasmkeep-loadtest memory-burst       # node RSS before, at and after 64 bodies of 15 MiB
 //! target/release/wasmkeep-loadtest fairness           # a quiet tenant's p99 alone vs beside a noisy one
+//! target/release/wasmkeep-loadtest fairness --burst   # the same, the noisy requests twenty at once
 //! ```
 
 mod call;

@@ -32,9 +32,11 @@ fn per_second(rate: u32, burst: u32) -> Quota {
     Quota::per_second(at_least_one(rate)).allow_burst(at_least_one(burst))
 }
 
-/// How long until the bucket would let one through.
-fn wait(not_until: governor::NotUntil<governor::clock::QuantaInstant>) -> Duration {
-    not_until.wait_time_from(DefaultClock::default().now())
+/// How long until the bucket would let one through, read on `clock`: the
+/// bucket's own. A new clock per refusal would cost a calibration (CPUID,
+/// a VM exit on most hosts) on the very path a flood takes.
+fn wait(clock: &DefaultClock) -> impl Fn(governor::NotUntil<governor::clock::QuantaInstant>) -> Duration + '_ {
+    move |not_until| not_until.wait_time_from(clock.now())
 }
 
 impl<K: Hash + Eq + Clone> TenantRates<K> {
@@ -51,22 +53,22 @@ impl<K: Hash + Eq + Clone> TenantRates<K> {
 
     /// Takes one outbound request of the tenant's guests.
     pub fn egress(&self) -> Result<(), Duration> {
-        self.egress.check().map_err(wait)
+        self.egress.check().map_err(wait(self.egress.clock()))
     }
 
     /// Takes one request, or says how long until one would pass.
     pub fn request(&self) -> Result<(), Duration> {
-        self.requests.check().map_err(wait)
+        self.requests.check().map_err(wait(self.requests.clock()))
     }
 
     /// Takes one creation of an actor.
     pub fn creation(&self) -> Result<(), Duration> {
-        self.creations.check().map_err(wait)
+        self.creations.check().map_err(wait(self.creations.clock()))
     }
 
     /// Takes one event of actor `key`.
     pub fn event(&self, key: &K) -> Result<(), Duration> {
-        self.events.check_key(key).map_err(wait)
+        self.events.check_key(key).map_err(wait(self.events.clock()))
     }
 
     /// Forgets actors whose buckets are full again, so the map holds only
