@@ -4,16 +4,21 @@
 //! and fencing actors, their keys and values), [`AppStore`] for what a node
 //! runs (apps, versions, components, values) and [`TenantStore`] for the
 //! hosted service's accounts (tenants, their plans, API tokens). The embedded
-//! default is [`SqliteStore`], a file in the node's data directory; the
-//! cluster adds PostgreSQL behind the same traits.
+//! default is [`SqliteStore`], a file in the node's data directory; a
+//! cluster shares one [`PostgresStore`] behind the same traits.
 //!
 //! Every commit of an actor's writes names the owner epoch it was granted
 //! at wake; a commit under any other epoch is refused ([`StoreError::Fenced`]),
 //! so two owners never both write one actor.
 
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod group_sync;
+mod postgres;
 pub mod seal;
 mod sqlite;
+#[cfg(any(test, feature = "testing"))]
+pub mod test_postgres;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -23,6 +28,7 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 pub use group_sync::WriteMark;
+pub use postgres::{POOL_SIZE, PostgresStore};
 pub use seal::ValueKey;
 pub use sqlite::{Durability, SqliteStore};
 

@@ -1,0 +1,353 @@
+//! The behaviour every store promises, as async checks over `&dyn Store`:
+//! the embedded SQLite store and the PostgreSQL store run the same ones
+//! (`store_conformance!`), so the cluster's store is held to exactly what
+//! the single node's is.
+
+use std::collections::BTreeMap;
+
+use wasmkeep_core::{ActorKey, Address, AppId};
+
+use crate::{
+    ActorRecord, AppRecord, BudgetScope, Epoch, OverBudget, Revoked, StorageBudget, Store, StoreError, Stored,
+    TenantRecord, TokenRecord, UsageCounts, Wake, WriteBatch,
+};
+
+/// One `#[tokio::test]` per check of this module, each on a fresh store
+/// made by `$make` (an async expression answering `(guard, store)`; the
+/// guard lives as long as the test).
+#[macro_export]
+macro_rules! store_conformance {
+    ($make:expr) => {
+        $crate::store_conformance!(@tests $make;
+            wake_creates_only_when_asked_and_bumps_the_epoch,
+            commits_are_fenced_by_epoch,
+            batches_set_delete_and_clear,
+            list_by_prefix_with_cursor_and_isolation,
+            deletion_is_a_state_and_fences_the_old_epoch,
+            tenants_and_tokens,
+            versions_values_and_deleting_an_app,
+            actors_are_listed_by_class_prefix_and_cursor_with_what_they_store,
+            commits_keep_to_their_budget_per_actor_and_per_tenant,
+            usage_adds_up_per_app_and_period_and_goes_with_its_app,
+            concurrent_wakes_and_commits_leave_one_owner_writing,
+            keys_and_names_sort_byte_by_byte,
+        );
+    };
+    (@tests $make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (_guard, store) = $make.await;
+                $crate::conformance::$name(&store).await;
+            }
+        )*
+    };
+}
+
+fn key(name: &str) -> ActorKey {
+    ActorKey { app: AppId(1), address: Address::parse(&format!("counter/{name}")).unwrap() }
+}
+
+async fn commit(s: &dyn Store, a: &ActorKey, epoch: Epoch, batch: &WriteBatch) -> Result<Stored, StoreError> {
+    s.commit(a, epoch, batch, StorageBudget::UNBOUNDED).await
+}
+
+fn batch(pairs: &[(&str, Option<&[u8]>)]) -> WriteBatch {
+    WriteBatch { clear: false, writes: pairs.iter().map(|(k, v)| (k.to_string(), v.map(|v| v.to_vec()))).collect() }
+}
+
+async fn owned(s: &dyn Store, a: &ActorKey, node: &str) -> Epoch {
+    match s.wake(a, true, node).await.unwrap() {
+        Wake::Owned { epoch, .. } => epoch,
+        Wake::Missing => panic!("a created actor is owned"),
+    }
+}
+
+fn token(id: &str, tenant: Option<&str>, hash: &str) -> TokenRecord {
+    TokenRecord { id: id.into(), tenant: tenant.map(Into::into), scope: "admin".into(), hash: hash.into(), created: 1 }
+}
+
+fn tenant(id: &str) -> TenantRecord {
+    TenantRecord { id: id.into(), plan: "free".into(), suspended: false, created: 7 }
+}
+
+pub async fn wake_creates_only_when_asked_and_bumps_the_epoch(s: &dyn Store) {
+    let a = key("x");
+    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+    assert_eq!(s.wake(&a, true, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
+    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(2), created: false });
+}
+
+pub async fn commits_are_fenced_by_epoch(s: &dyn Store) {
+    let a = key("x");
+    let Wake::Owned { epoch: old, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: new, .. } = s.wake(&a, false, "n2").await.unwrap() else { panic!() };
+    assert_eq!(commit(s, &a, old, &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
+    assert_eq!(s.get(&a, "k").await.unwrap(), None);
+    commit(s, &a, new, &batch(&[("k", Some(b"2"))])).await.unwrap();
+    assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"2".to_vec()));
+    // A missing actor has no epoch to commit under.
+    assert_eq!(commit(s, &key("never"), Epoch(1), &batch(&[("k", None)])).await, Err(StoreError::Fenced));
+}
+
+pub async fn batches_set_delete_and_clear(s: &dyn Store) {
+    let a = key("x");
+    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    commit(s, &a, epoch, &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]))
+        .await
+        .unwrap();
+    commit(s, &a, epoch, &batch(&[("b", None), ("c", Some(b"33"))])).await.unwrap();
+    let all = s.list(&a, "", None, 100).await.unwrap();
+    // The empty key is a key like any other.
+    assert_eq!(
+        all,
+        vec![("".to_string(), b"0".to_vec()), ("a".to_string(), b"1".to_vec()), ("c".to_string(), b"33".to_vec())]
+    );
+    let mut clear = batch(&[("z", Some(b"9"))]);
+    clear.clear = true;
+    commit(s, &a, epoch, &clear).await.unwrap();
+    assert_eq!(s.list(&a, "", None, 100).await.unwrap(), vec![("z".to_string(), b"9".to_vec())]);
+}
+
+pub async fn list_by_prefix_with_cursor_and_isolation(s: &dyn Store) {
+    let a = key("x");
+    let b = key("y");
+    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: eb, .. } = s.wake(&b, true, "n1").await.unwrap() else { panic!() };
+    commit(s, &a, epoch, &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]))
+        .await
+        .unwrap();
+    commit(s, &b, eb, &batch(&[("p/0", Some(b""))])).await.unwrap();
+    let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(s.list(&a, "p/", None, 2).await.unwrap()), ["p/1", "p/2"]);
+    assert_eq!(keys(s.list(&a, "p/", Some("p/2"), 2).await.unwrap()), ["p/3"]);
+    assert_eq!(keys(s.list(&a, "p/", Some("p/3"), 2).await.unwrap()), Vec::<String>::new());
+    assert_eq!(keys(s.list(&b, "", None, 10).await.unwrap()), ["p/0"]);
+}
+
+pub async fn deletion_is_a_state_and_fences_the_old_epoch(s: &dyn Store) {
+    let a = key("x");
+    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await.unwrap();
+    s.delete_actor(&a, epoch).await.unwrap();
+    assert_eq!(s.get(&a, "k").await.unwrap(), None);
+    assert_eq!(commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
+    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+    // Brought back, it starts empty under a newer epoch.
+    let Wake::Owned { epoch: e2, created } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    assert!(created && e2 > epoch);
+    assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![]);
+}
+
+pub async fn tenants_and_tokens(s: &dyn Store) {
+    assert!(s.create_tenant(&tenant("acme"), &token("t1", Some("acme"), "h1")).await.unwrap());
+    // Taken: nothing of the second attempt is written.
+    assert!(!s.create_tenant(&tenant("acme"), &token("t2", Some("acme"), "h2")).await.unwrap());
+    assert_eq!(s.token_by_hash("h2").await.unwrap(), None);
+    // A tenant `dev` made without an account is taken too.
+    s.ensure_app("dev", "counter").await.unwrap();
+    assert!(!s.create_tenant(&tenant("dev"), &token("t3", Some("dev"), "h3")).await.unwrap());
+
+    assert_eq!(s.tenant("acme").await.unwrap(), Some(tenant("acme")));
+    assert!(s.set_plan("acme", "pro").await.unwrap());
+    assert!(!s.set_plan("nobody", "pro").await.unwrap());
+    assert!(s.set_suspended("acme", true).await.unwrap());
+    let acme = s.tenant("acme").await.unwrap().unwrap();
+    assert_eq!((acme.plan.as_str(), acme.suspended), ("pro", true));
+    assert_eq!(s.tenants().await.unwrap().len(), 2);
+
+    s.add_token(&token("t4", Some("acme"), "h4")).await.unwrap();
+    s.add_token(&token("op", None, "h5")).await.unwrap();
+    // The same hash twice is refused (a secret is never reused).
+    assert!(s.add_token(&token("t6", Some("acme"), "h4")).await.is_err());
+    assert_eq!(s.token_by_hash("h4").await.unwrap().unwrap().id, "t4");
+    let ids = |v: Vec<TokenRecord>| v.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.tokens(Some("acme")).await.unwrap()), ["t1", "t4"]);
+    assert_eq!(ids(s.tokens(None).await.unwrap()), ["op"]);
+    // A tenant revokes only its own tokens.
+    assert_eq!(s.revoke_token(Some("dev"), "t4").await.unwrap(), Revoked::NoSuchToken);
+    assert_eq!(s.revoke_token(None, "t4").await.unwrap(), Revoked::NoSuchToken);
+    assert_eq!(s.revoke_token(Some("acme"), "t4").await.unwrap(), Revoked::Yes);
+    assert_eq!(s.token_by_hash("h4").await.unwrap(), None);
+    // Its last admin token stays; the operator's may go.
+    assert_eq!(s.revoke_token(Some("acme"), "t1").await.unwrap(), Revoked::LastAdmin);
+    assert!(s.token_by_hash("h1").await.unwrap().is_some());
+    assert_eq!(s.revoke_token(None, "op").await.unwrap(), Revoked::Yes);
+}
+
+pub async fn versions_values_and_deleting_an_app(s: &dyn Store) {
+    let app = s.ensure_app("acme", "shop").await.unwrap();
+    let other = s.ensure_app("acme", "chat").await.unwrap();
+    let comps = BTreeMap::from([("cart".to_string(), "h1".to_string())]);
+    let v1 = s.add_version(app, "{\"v\":1}", &comps).await.unwrap();
+    let v2 = s.add_version(app, "{\"v\":2}", &comps).await.unwrap();
+    s.activate(app, v2).await.unwrap();
+    assert_eq!(s.version(app, v1).await.unwrap().unwrap().manifest, "{\"v\":1}");
+    assert_eq!(s.version(app, 9).await.unwrap(), None);
+    assert_eq!(s.versions(app).await.unwrap().iter().map(|v| v.number).collect::<Vec<_>>(), [1, 2]);
+    // The active version stays; another goes.
+    assert!(!s.delete_version(app, v2).await.unwrap());
+    let v3 = s.add_version(app, "{\"v\":3}", &comps).await.unwrap();
+    assert!(s.delete_version(app, v3).await.unwrap());
+    assert_eq!(s.version(app, v3).await.unwrap(), None);
+    let names = |v: Vec<AppRecord>| v.into_iter().map(|a| a.name).collect::<Vec<_>>();
+    assert_eq!(names(s.apps("acme").await.unwrap()), ["chat", "shop"]);
+    assert_eq!(s.find_app("acme", "shop").await.unwrap().unwrap().active, Some(2));
+    assert_eq!(s.find_app("other", "shop").await.unwrap(), None);
+
+    s.set_value(app, "K", b"sealed").await.unwrap();
+    s.set_value(other, "K", b"kept").await.unwrap();
+    assert!(!s.delete_value(app, "nope").await.unwrap());
+    let a = ActorKey { app, address: Address::parse("cart/x").unwrap() };
+    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await.unwrap();
+
+    s.delete_app(app).await.unwrap();
+    assert_eq!(s.find_app("acme", "shop").await.unwrap(), None);
+    assert!(s.values(app).await.unwrap().is_empty());
+    assert!(s.versions(app).await.unwrap().is_empty());
+    assert_eq!(s.get(&a, "k").await.unwrap(), None);
+    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+    // The other app keeps everything; a component stays for whoever shares it.
+    assert_eq!(s.values(other).await.unwrap()["K"], b"kept");
+}
+
+pub async fn actors_are_listed_by_class_prefix_and_cursor_with_what_they_store(s: &dyn Store) {
+    let app = s.ensure_app("acme", "shop").await.unwrap();
+    let other_app = s.ensure_app("acme", "chat").await.unwrap();
+    let at = |class: &str, name: &str| ActorKey { app, address: Address::parse(&format!("{class}/{name}")).unwrap() };
+    for (class, name) in [("cart", "ann"), ("cart", "anna"), ("cart", "bob"), ("room", "ann"), ("room", "x/y")] {
+        let Wake::Owned { epoch, .. } = s.wake(&at(class, name), true, "n1").await.unwrap() else { panic!() };
+        commit(s, &at(class, name), epoch, &batch(&[("k", Some(b"123")), ("é", Some(b""))])).await.unwrap();
+    }
+    let gone = at("cart", "bob");
+    let Wake::Owned { epoch, .. } = s.wake(&gone, false, "n2").await.unwrap() else { panic!() };
+    s.delete_actor(&gone, epoch).await.unwrap();
+    let other = ActorKey { app: other_app, address: Address::parse("cart/zed").unwrap() };
+    s.wake(&other, true, "n1").await.unwrap();
+
+    let names = |v: Vec<ActorRecord>| v.into_iter().map(|a| format!("{}/{}", a.class, a.name)).collect::<Vec<_>>();
+    assert_eq!(
+        names(s.actors(app, None, "", None, 10).await.unwrap()),
+        ["cart/ann", "cart/anna", "room/ann", "room/x/y"]
+    );
+    assert_eq!(names(s.actors(app, Some("cart"), "", None, 10).await.unwrap()), ["cart/ann", "cart/anna"]);
+    assert_eq!(names(s.actors(app, None, "ann", None, 10).await.unwrap()), ["cart/ann", "cart/anna", "room/ann"]);
+    assert_eq!(names(s.actors(app, None, "", None, 2).await.unwrap()), ["cart/ann", "cart/anna"]);
+    assert_eq!(names(s.actors(app, None, "", Some(("cart", "anna")), 2).await.unwrap()), ["room/ann", "room/x/y"]);
+    let record = s.actor(&at("room", "x/y")).await.unwrap().unwrap();
+    // Keys "k" and "é" (2 bytes), values of 3 and 0 bytes.
+    assert_eq!((record.keys, record.bytes, record.owner.as_str()), (2, 1 + 3 + 2, "n1"));
+    assert_eq!(s.actor(&gone).await.unwrap(), None);
+    // Four live actors of 6 bytes each (the deleted one's are gone).
+    assert_eq!(s.app_bytes(app).await.unwrap(), 4 * 6);
+    assert_eq!(s.app_bytes(AppId(app.0 + 1000)).await.unwrap(), 0);
+}
+
+pub async fn commits_keep_to_their_budget_per_actor_and_per_tenant(s: &dyn Store) {
+    let shop = s.ensure_app("acme", "shop").await.unwrap();
+    let chat = s.ensure_app("acme", "chat").await.unwrap();
+    let elsewhere = s.ensure_app("other", "shop").await.unwrap();
+    let at = |app: AppId, name: &str| ActorKey { app, address: Address::parse(&format!("c/{name}")).unwrap() };
+    let (a, b, c) = (at(shop, "a"), at(chat, "b"), at(elsewhere, "c"));
+    let (ea, eb, ec) = (owned(s, &a, "n1").await, owned(s, &b, "n1").await, owned(s, &c, "n1").await);
+    let budget = StorageBudget { actor: 100, tenant: 150 };
+    let value = |n: usize| vec![b'x'; n];
+    let put = |k: &str, n: usize| batch(&[(k, Some(&value(n)))]);
+    let commit = async |k: &ActorKey, e, b: &WriteBatch| s.commit(k, e, b, budget).await;
+
+    // 1 + 99 bytes: exactly the actor's bound.
+    assert_eq!(commit(&a, ea, &put("k", 99)).await.unwrap(), Stored { actor: 100, tenant: 100 });
+    let over = commit(&a, ea, &put("j", 0)).await.unwrap_err();
+    assert_eq!(over, StoreError::OverBudget(OverBudget { scope: BudgetScope::Actor, would: 101, limit: 100 }));
+    assert_eq!(over.to_string(), "storage quota: this actor would store 101 bytes; the plan allows 100");
+    // Refused means nothing of it was written.
+    assert_eq!(s.get(&a, "j").await.unwrap(), None);
+    // Overwriting counts what the key held before.
+    assert_eq!(commit(&a, ea, &put("k", 90)).await.unwrap(), Stored { actor: 91, tenant: 91 });
+    assert_eq!(commit(&a, ea, &put("k", 99)).await.unwrap().actor, 100);
+    // Another app of the same tenant shares the tenant's bound.
+    assert_eq!(commit(&b, eb, &put("k", 49)).await.unwrap(), Stored { actor: 50, tenant: 150 });
+    let over = commit(&b, eb, &put("l", 0)).await.unwrap_err();
+    assert_eq!(over, StoreError::OverBudget(OverBudget { scope: BudgetScope::Tenant, would: 151, limit: 150 }));
+    // Another tenant's bytes are its own.
+    assert_eq!(commit(&c, ec, &put("k", 99)).await.unwrap(), Stored { actor: 100, tenant: 100 });
+    // What shrinks passes even over a lowered bound; a clear frees all.
+    let tight = StorageBudget { actor: 10, tenant: 10 };
+    assert_eq!(s.commit(&a, ea, &put("k", 50), tight).await.unwrap(), Stored { actor: 51, tenant: 101 });
+    assert!(s.commit(&a, ea, &put("k", 51), tight).await.is_err());
+    // A projection writes nothing.
+    let now = Stored { actor: 51, tenant: 101 };
+    assert_eq!(s.stored(&a, &put("z", 8)).await.unwrap(), (now, 9));
+    assert_eq!(s.stored(&a, &put("k", 1)).await.unwrap(), (now, -49));
+    assert_eq!(s.stored(&a, &WriteBatch::default()).await.unwrap(), (now, 0));
+    let mut clear = put("n", 3);
+    clear.clear = true;
+    assert_eq!(commit(&a, ea, &clear).await.unwrap(), Stored { actor: 4, tenant: 54 });
+    // Deleting an actor frees its bytes from its tenant's.
+    s.delete_actor(&b, eb).await.unwrap();
+    assert_eq!(s.stored(&a, &WriteBatch::default()).await.unwrap(), (Stored { actor: 4, tenant: 4 }, 0));
+    assert_eq!(s.app_bytes(chat).await.unwrap(), 0);
+}
+
+pub async fn usage_adds_up_per_app_and_period_and_goes_with_its_app(s: &dyn Store) {
+    let (shop, chat) = (s.ensure_app("acme", "shop").await.unwrap(), s.ensure_app("acme", "chat").await.unwrap());
+    let used =
+        UsageCounts { requests: 2, events: 3, cpu_micros: 4, wall_micros: 5, egress_requests: 6, egress_bytes: 7 };
+    s.add_usage(shop, "2026-11", &used).await.unwrap();
+    s.add_usage(shop, "2026-11", &used).await.unwrap();
+    s.add_usage(shop, "2026-12", &used).await.unwrap();
+    assert_eq!(s.usage(shop, "2026-11").await.unwrap(), used.plus(used));
+    assert_eq!(s.usage(shop, "2026-12").await.unwrap(), used);
+    assert_eq!(s.usage(chat, "2026-11").await.unwrap(), UsageCounts::default());
+    s.delete_app(shop).await.unwrap();
+    assert_eq!(s.usage(shop, "2026-11").await.unwrap(), UsageCounts::default());
+}
+
+pub async fn concurrent_wakes_and_commits_leave_one_owner_writing(s: &dyn Store) {
+    let a = key("contested");
+    owned(s, &a, "n0").await;
+    // Four nodes take the actor at once: each gets an epoch of its own.
+    let (e1, e2, e3, e4) = tokio::join!(owned(s, &a, "n1"), owned(s, &a, "n2"), owned(s, &a, "n3"), owned(s, &a, "n4"));
+    let mut epochs = vec![e1, e2, e3, e4];
+    epochs.sort();
+    epochs.dedup();
+    assert_eq!(epochs.len(), 4, "two wakes shared an epoch: {epochs:?}");
+    let last = *epochs.last().unwrap();
+    // All four commit at once: only the current epoch's commit lands.
+    let write = |e: Epoch| batch(&[("who", Some(&e.0.to_be_bytes()))]);
+    let (b1, b2, b3, b4) = (write(epochs[0]), write(epochs[1]), write(epochs[2]), write(last));
+    let (r1, r2, r3, r4) = tokio::join!(
+        commit(s, &a, epochs[0], &b1),
+        commit(s, &a, epochs[1], &b2),
+        commit(s, &a, epochs[2], &b3),
+        commit(s, &a, last, &b4)
+    );
+    assert_eq!(
+        [r1, r2, r3].map(|r| r.err()),
+        [Some(StoreError::Fenced), Some(StoreError::Fenced), Some(StoreError::Fenced)]
+    );
+    r4.unwrap();
+    assert_eq!(s.get(&a, "who").await.unwrap(), Some(last.0.to_be_bytes().to_vec()));
+    let owner = s.actor(&a).await.unwrap().unwrap().owner;
+    assert!(["n1", "n2", "n3", "n4"].contains(&owner.as_str()), "{owner}");
+}
+
+pub async fn keys_and_names_sort_byte_by_byte(s: &dyn Store) {
+    let app = s.ensure_app("acme", "shop").await.unwrap();
+    let at = |name: &str| ActorKey { app, address: Address::parse(&format!("c/{name}")).unwrap() };
+    let keys = ["é", "a", "Z", "ä", "B", "a b", "a-b"];
+    let a = at("x");
+    let epoch = owned(s, &a, "n1").await;
+    let writes: Vec<(&str, Option<&[u8]>)> = keys.iter().map(|k| (*k, Some(&b""[..]))).collect();
+    commit(s, &a, epoch, &batch(&writes)).await.unwrap();
+    let listed: Vec<String> = s.list(&a, "", None, 100).await.unwrap().into_iter().map(|(k, _)| k).collect();
+    let mut bytewise: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    bytewise.sort();
+    assert_eq!(listed, bytewise);
+    for name in keys {
+        owned(s, &at(name), "n1").await;
+    }
+    let names: Vec<String> = s.actors(app, None, "", None, 100).await.unwrap().into_iter().map(|r| r.name).collect();
+    assert_eq!(names, ["B", "Z", "a", "a b", "a-b", "x", "ä", "é"]);
+}
