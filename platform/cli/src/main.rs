@@ -2,6 +2,7 @@
 
 mod build;
 mod client;
+mod cluster;
 mod config;
 mod dev;
 mod manifest;
@@ -39,7 +40,7 @@ enum Command {
     Dev(dev::DevArgs),
     /// Run the hosted service: tenants sign up and deploy through the
     /// provisioning API; apps answer at <app>.<tenant>.<base domain>.
-    Serve(serve_config::ServeArgs),
+    Serve(Box<serve_config::ServeArgs>),
     /// Sign up as a tenant of a hosted node; saves the token.
     Signup(client::SignupArgs),
     /// Build an app and deploy it to a hosted node; prints its URL.
@@ -52,6 +53,8 @@ enum Command {
     Tokens(client::TokensArgs),
     /// An app's actors.
     Actors(client::ActorsArgs),
+    /// The operator's cluster tools (`cluster init`).
+    Cluster(cluster::ClusterArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,13 +72,14 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Dev(args) => dev::run(args).await,
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Signup(args) => client::signup(args).await,
             Command::Deploy(args) => client::deploy(args).await,
             Command::Apps(args) => client::apps(args).await,
             Command::Values(args) => client::values(args).await,
             Command::Tokens(args) => client::tokens(args).await,
             Command::Actors(args) => client::actors(args).await,
+            Command::Cluster(args) => cluster::run(args),
         }
     });
     match result {

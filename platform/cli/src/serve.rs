@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmkeep_actors::{Node, NodeConfig};
+use wasmkeep_cluster::{ClusterDir, NodeId};
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::host::BaseDomain;
 use wasmkeep_core::{AppName, AppRef, TenantId};
 use wasmkeep_edge::{AppRouting, PublicPort};
-use wasmkeep_storage::{Durability, SqliteStore, Store, TokenRecord, ValueKey};
+use wasmkeep_storage::{Durability, POOL_SIZE, PostgresStore, SqliteStore, Store, TokenRecord, ValueKey};
 use wasmkeep_tenants::api::{RateLimits, Service};
 use wasmkeep_tenants::plans::Plans;
 use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
@@ -59,12 +60,18 @@ fn data_dir(path: &Path) -> Result<PathBuf, String> {
     Ok(path.to_path_buf())
 }
 
-/// The operator's token: made on first start into `DATA/operator-token`,
-/// and registered (again) if the store lacks it.
-async fn operator_token(store: &dyn Store, pepper: &Pepper, data: &Path) -> Result<PathBuf, String> {
-    let path = data.join("operator-token");
-    let text = secret_file(&path, || format!("{}\n", Secret::generate().as_str()).into_bytes())?;
-    let secret = String::from_utf8(text).map_err(|_| format!("{}: not a token", path.display()))?;
+/// The operator's token: `DIR/operator-token` of the cluster directory in
+/// a cluster (every node registers the same), else made on first start
+/// into `DATA/operator-token`; registered (again) if the store lacks it.
+async fn operator_token(store: &dyn Store, pepper: &Pepper, secrets: &Secrets) -> Result<PathBuf, String> {
+    let (path, secret) = match secrets {
+        Secrets::Cluster(dir, cluster) => (dir.join("operator-token"), cluster.operator_token.clone()),
+        Secrets::Data(data) => {
+            let path = data.join("operator-token");
+            let text = secret_file(&path, || format!("{}\n", Secret::generate().as_str()).into_bytes())?;
+            (path.clone(), String::from_utf8(text).map_err(|_| format!("{}: not a token", path.display()))?)
+        }
+    };
     let hash = TokenHash::hash(pepper, secret.trim()).to_hex();
     if store.token_by_hash(&hash).await.map_err(|e| e.to_string())?.is_none() {
         let record = TokenRecord {
@@ -81,6 +88,56 @@ async fn operator_token(store: &dyn Store, pepper: &Pepper, data: &Path) -> Resu
         store.add_token(&record).await.map_err(|e| e.to_string())?;
     }
     Ok(path)
+}
+
+/// Where the server's secrets (the tokens' pepper, the values' key, the
+/// operator's token) come from: the data directory of a node alone, the
+/// cluster directory shared by a cluster's nodes.
+enum Secrets {
+    Data(PathBuf),
+    Cluster(PathBuf, Box<ClusterDir>),
+}
+
+impl Secrets {
+    fn pepper(&self) -> Result<Pepper, String> {
+        match self {
+            Secrets::Data(data) => {
+                let path = data.join("pepper");
+                Pepper::from_bytes(&secret_file(&path, || Pepper::generate().as_bytes().to_vec())?)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            }
+            Secrets::Cluster(dir, cluster) => {
+                Pepper::from_bytes(&cluster.pepper).map_err(|e| format!("{}: {e}", dir.join("pepper").display()))
+            }
+        }
+    }
+
+    fn value_key(&self, configured: Option<&str>) -> Result<ValueKey, String> {
+        match (configured, self) {
+            (Some(hex_key), _) => hex::decode(hex_key.trim()).ok().and_then(|b| ValueKey::from_bytes(&b).ok()),
+            (None, Secrets::Data(data)) => ValueKey::from_bytes(&secret_file(&data.join("value-key"), || {
+                ValueKey::generate().as_bytes().to_vec()
+            })?)
+            .ok(),
+            (None, Secrets::Cluster(_, cluster)) => ValueKey::from_bytes(&cluster.value_key).ok(),
+        }
+        .ok_or_else(|| "value_key: expected 64 hex digits (32 bytes)".into())
+    }
+}
+
+/// Opens the store: PostgreSQL when a URL is given, else the embedded
+/// SQLite store in the data directory.
+async fn open_store(url: Option<&str>, data: &Path) -> Result<Arc<dyn Store>, String> {
+    Ok(match url {
+        Some(url) => Arc::new(PostgresStore::connect(url, POOL_SIZE).await.map_err(|e| format!("the store: {e}"))?),
+        None => {
+            let path = data.join("store.db");
+            // An acknowledged write survives the machine losing power.
+            Arc::new(
+                SqliteStore::open_with(&path, Durability::PowerLoss).map_err(|e| format!("{}: {e}", path.display()))?,
+            )
+        }
+    })
 }
 
 /// Brings the store's tenants (plans, suspensions) and apps onto the node.
@@ -128,33 +185,33 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     }
     let tls = cfg.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let data = data_dir(&cfg.data)?;
-    let pepper = Pepper::from_bytes(&secret_file(&data.join("pepper"), || Pepper::generate().as_bytes().to_vec())?)
-        .map_err(|e| format!("{}: {e}", data.join("pepper").display()))?;
-    let value_key = match &cfg.value_key {
-        Some(hex_key) => hex::decode(hex_key.trim()).ok().and_then(|b| ValueKey::from_bytes(&b).ok()),
-        None => {
-            ValueKey::from_bytes(&secret_file(&data.join("value-key"), || ValueKey::generate().as_bytes().to_vec())?)
-                .ok()
-        }
+    if cfg.cluster.cluster_listen.is_some() {
+        return Err(
+            "--cluster-listen: this build runs one node per store; the cluster's QUIC transport is not in it yet"
+                .into(),
+        );
     }
-    .ok_or("value_key: expected 64 hex digits (32 bytes)")?;
+    let data = data_dir(&cfg.data)?;
+    let node_id = match &cfg.cluster.node_id {
+        Some(id) => NodeId::parse(id)?,
+        None => NodeId::parse("serve")?,
+    };
+    let secrets = match &cfg.cluster.cluster_dir {
+        Some(dir) => Secrets::Cluster(dir.clone(), Box::new(ClusterDir::load(dir, &node_id)?)),
+        None => Secrets::Data(data.clone()),
+    };
+    let pepper = secrets.pepper()?;
+    let value_key = secrets.value_key(cfg.value_key.as_deref())?;
     let egress_roots = match &cfg.egress_roots {
         Some(file) => std::fs::read(file).map_err(|e| format!("egress_roots: {}: {e}", file.display()))?,
         None => Vec::new(),
     };
-    let store_path = data.join("store.db");
-    let store: Arc<dyn Store> =
-        // An acknowledged write survives the machine losing power.
-        Arc::new(
-            SqliteStore::open_with(&store_path, Durability::PowerLoss)
-                .map_err(|e| format!("{}: {e}", store_path.display()))?,
-        );
-    let token_path = operator_token(&*store, &pepper, &data).await?;
+    let store = open_store(cfg.cluster.store.as_deref(), &data).await?;
+    let token_path = operator_token(&*store, &pepper, &secrets).await?;
 
     let node = Node::new(
         NodeConfig {
-            id: "serve".into(),
+            id: node_id.to_string(),
             limits,
             cache_dir: Some(data.join("cache")),
             egress: EgressPolicy::Public { allowed_hosts: None },

@@ -48,6 +48,98 @@ pub struct ServeConfig {
     pub tls_key: Option<PathBuf>,
     /// The API's per-address rates.
     pub rates: RateSettings,
+    /// The cluster: the shared store, this node's id and QUIC address.
+    pub cluster: ClusterSettings,
+}
+
+/// Whether a signed hop is read on the public port (DESIGN §3.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Plaintext {
+    /// A signed request on the public port is an outside request: hops
+    /// travel only over the cluster's QUIC port.
+    #[default]
+    Refuse,
+    /// A signed request on the public port is read as a hop too.
+    Allow,
+}
+
+/// `[cluster]`: the same keys as the flags, `-` as `_` (`node_id`,
+/// `cluster_listen`, `cluster_advertise`, `store`, `cluster_dir`,
+/// `failover_wait_secs`, `cluster_plaintext`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// This node's id (a DNS label); a cluster's nodes each have their own.
+    pub node_id: Option<String>,
+    /// The QUIC (UDP) address other nodes reach this one at.
+    pub cluster_listen: Option<SocketAddr>,
+    /// The address announced to the others, when it differs from the
+    /// listening one (a wildcard listener, a NAT).
+    pub cluster_advertise: Option<SocketAddr>,
+    /// The shared store, `postgres://...`; unset: the embedded SQLite
+    /// store in the data directory (one node).
+    pub store: Option<String>,
+    /// The directory `wasmkeep cluster init` wrote.
+    pub cluster_dir: Option<PathBuf>,
+    /// A node whose heartbeat is older than this is dead.
+    pub failover_wait_secs: u64,
+    /// `refuse` (signed requests on the public port are outside ones) or
+    /// `allow`.
+    pub cluster_plaintext: Plaintext,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        Self {
+            node_id: None,
+            cluster_listen: None,
+            cluster_advertise: None,
+            store: None,
+            cluster_dir: None,
+            failover_wait_secs: 10,
+            cluster_plaintext: Plaintext::Refuse,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Whether this node is one of a cluster (rather than alone, on
+    /// either store).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster_dir.is_some() || self.cluster_listen.is_some()
+    }
+
+    /// Checks that the settings make a node: a cluster needs all of its
+    /// parts. Errors are one line.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(url) = &self.store
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return Err("cluster.store: expected a postgres:// URL (unset: the embedded SQLite store)".into());
+        }
+        if let Some(id) = &self.node_id {
+            wasmkeep_cluster::NodeId::parse(id).map_err(|e| format!("cluster.node_id: {e}"))?;
+        }
+        if self.failover_wait_secs == 0 {
+            return Err("cluster.failover_wait_secs: at least 1".into());
+        }
+        if self.is_cluster() {
+            let missing: Vec<&str> = [
+                ("--node-id", self.node_id.is_none()),
+                ("--cluster-listen", self.cluster_listen.is_none()),
+                ("--cluster-dir", self.cluster_dir.is_none()),
+                ("--store", self.store.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(flag, gone)| gone.then_some(flag))
+            .collect();
+            if !missing.is_empty() {
+                return Err(format!("a cluster node also needs {}", missing.join(", ")));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for ServeConfig {
@@ -68,6 +160,7 @@ impl Default for ServeConfig {
             tls_cert: None,
             tls_key: None,
             rates: RateSettings::default(),
+            cluster: ClusterSettings::default(),
         }
     }
 }
@@ -130,6 +223,27 @@ pub struct ServeArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// This node's id in its cluster.
+    #[arg(long, value_name = "ID")]
+    pub node_id: Option<String>,
+    /// The cluster's QUIC (UDP) address of this node.
+    #[arg(long, value_name = "ADDR")]
+    pub cluster_listen: Option<SocketAddr>,
+    /// The QUIC address announced to the other nodes [default: --cluster-listen].
+    #[arg(long, value_name = "ADDR")]
+    pub cluster_advertise: Option<SocketAddr>,
+    /// The shared store (postgres://...) [default: the embedded SQLite store].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The directory `wasmkeep cluster init` wrote.
+    #[arg(long, value_name = "DIR")]
+    pub cluster_dir: Option<PathBuf>,
+    /// Seconds after its last heartbeat that a node is dead [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub failover_wait_secs: Option<u64>,
+    /// Signed hops on the public port: refuse or allow [default: refuse].
+    #[arg(long, value_name = "MODE")]
+    pub cluster_plaintext: Option<String>,
 }
 
 impl ServeConfig {
@@ -143,6 +257,8 @@ impl ServeConfig {
             figment = figment.merge(Toml::file(file));
         }
         figment = figment.merge(Env::prefixed("WASMKEEP_").only(FROM_ENV));
+        // `WASMKEEP_CLUSTER__NODE_ID` and the like: `[cluster]`'s keys.
+        figment = figment.merge(Env::prefixed("WASMKEEP_CLUSTER__").map(|k| format!("cluster.{k}").into()));
         let flags = [
             ("listen", args.listen.map(|a| a.to_string())),
             ("api_listen", args.api_listen.map(|a| a.to_string())),
@@ -155,14 +271,24 @@ impl ServeConfig {
             ("limits", args.limits.as_ref().map(|p| p.display().to_string())),
             ("tls_cert", args.tls_cert.as_ref().map(|p| p.display().to_string())),
             ("tls_key", args.tls_key.as_ref().map(|p| p.display().to_string())),
+            ("cluster.node_id", args.node_id.clone()),
+            ("cluster.cluster_listen", args.cluster_listen.map(|a| a.to_string())),
+            ("cluster.cluster_advertise", args.cluster_advertise.map(|a| a.to_string())),
+            ("cluster.store", args.store.clone()),
+            ("cluster.cluster_dir", args.cluster_dir.as_ref().map(|p| p.display().to_string())),
+            ("cluster.cluster_plaintext", args.cluster_plaintext.clone()),
         ];
         for (name, value) in flags {
             if let Some(value) = value {
                 figment = figment.merge(Serialized::default(name, value));
             }
         }
+        if let Some(secs) = args.failover_wait_secs {
+            figment = figment.merge(Serialized::default("cluster.failover_wait_secs", secs));
+        }
         let config: ServeConfig =
             figment.extract().map_err(|e| format!("configuration: {}", e.to_string().lines().next().unwrap_or("")))?;
+        config.cluster.check()?;
         Ok(config)
     }
 
@@ -225,6 +351,13 @@ mod tests {
             limits: None,
             tls_cert: None,
             tls_key: None,
+            node_id: None,
+            cluster_listen: None,
+            cluster_advertise: None,
+            store: None,
+            cluster_dir: None,
+            failover_wait_secs: None,
+            cluster_plaintext: None,
         }
     }
 
@@ -262,6 +395,57 @@ mod tests {
             assert_eq!(c.base_domain, "apps.example.com");
             assert_eq!(c.signup_mode(), SignupMode::Key);
             assert_eq!(c.rates, RateSettings::default());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_cluster_keys_come_from_flags_env_and_the_cluster_table() {
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(ServeConfig::load(&args()).unwrap().cluster, ClusterSettings::default());
+            jail.create_file(
+                "node.toml",
+                "[cluster]\nnode_id = \"a\"\ncluster_listen = \"127.0.0.1:9001\"\ncluster_dir = \"/etc/wasmkeep/cluster\"\nstore = \"postgres://db/wk\"\nfailover_wait_secs = 5\n",
+            )?;
+            let mut a = args();
+            a.config = Some("node.toml".into());
+            let c = ServeConfig::load(&a).unwrap().cluster;
+            assert_eq!(c.node_id.as_deref(), Some("a"));
+            assert_eq!(c.cluster_listen, Some("127.0.0.1:9001".parse().unwrap()));
+            assert_eq!((c.failover_wait_secs, c.cluster_plaintext), (5, Plaintext::Refuse));
+            jail.set_env("WASMKEEP_CLUSTER__NODE_ID", "b");
+            jail.set_env("WASMKEEP_CLUSTER__CLUSTER_PLAINTEXT", "allow");
+            a.failover_wait_secs = Some(7);
+            let c = ServeConfig::load(&a).unwrap().cluster;
+            assert_eq!(
+                (c.node_id.as_deref(), c.cluster_plaintext, c.failover_wait_secs),
+                (Some("b"), Plaintext::Allow, 7)
+            );
+            a.node_id = Some("c".into());
+            assert_eq!(ServeConfig::load(&a).unwrap().cluster.node_id.as_deref(), Some("c"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_cluster_node_missing_a_part_is_one_line_naming_it() {
+        figment::Jail::expect_with(|_| {
+            let mut a = args();
+            a.cluster_listen = Some("127.0.0.1:9001".parse().unwrap());
+            let e = ServeConfig::load(&a).unwrap_err();
+            assert_eq!(e, "a cluster node also needs --node-id, --cluster-dir, --store");
+            a.node_id = Some("Bad_Id".into());
+            assert!(ServeConfig::load(&a).unwrap_err().starts_with("cluster.node_id: "));
+            let mut a = args();
+            a.store = Some("mysql://x".into());
+            assert!(ServeConfig::load(&a).unwrap_err().contains("postgres://"));
+            let mut a = args();
+            a.cluster_plaintext = Some("maybe".into());
+            assert!(ServeConfig::load(&a).unwrap_err().contains("cluster_plaintext"));
+            // A store alone is one node on PostgreSQL.
+            let mut a = args();
+            a.store = Some("postgres://db/wk".into());
+            assert!(!ServeConfig::load(&a).unwrap().cluster.is_cluster());
             Ok(())
         });
     }

@@ -516,6 +516,48 @@ async fn values_are_never_in_clear_and_everything_survives_a_restart() {
 }
 
 #[tokio::test]
+async fn one_node_on_postgresql_keeps_everything_in_it_across_a_restart() {
+    use wasmkeep_storage::{AppStore, PostgresStore};
+    let url = wasmkeep_storage::test_postgres::server().database().await;
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &["--store", &url]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    let secret = format!("pg-s3cr3t-{}", std::process::id());
+    let (status, _) = s.api_raw("PUT", "/v1/apps/shop/values/TOKEN", Some(&t), Some(secret.clone().into_bytes())).await;
+    assert_eq!(status, 204);
+    for n in 1..=3 {
+        assert_eq!(count(&s, "shop.acme.localhost", "c").await, n);
+    }
+    s.stop();
+    // Nothing of the apps is in the data directory: the store is the
+    // server's, and the value is sealed there.
+    assert!(!data.path().join("store.db").exists());
+    let store = PostgresStore::connect(&url, 1).await.unwrap();
+    let app = store.find_app("acme", "shop").await.unwrap().unwrap();
+    let sealed = &store.values(app.id).await.unwrap()["TOKEN"];
+    assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()), "the store held the value in clear");
+
+    let s = Serve::start(data.path(), &["--store", &url]);
+    assert_eq!(s.api("GET", "/v1/apps", Some(&t), None).await.1["apps"][0]["active_version"], 1);
+    assert_eq!(s.public("shop.acme.localhost", "/actor/probe/v/value?name=TOKEN").await, (200, secret));
+    assert_eq!(count(&s, "shop.acme.localhost", "c").await, 4);
+    assert_eq!(s.api("POST", "/v1/tenants", None, Some(json!({"name": "acme"}))).await.0, 409);
+    // A store that cannot be reached is one line at start.
+    let refused = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0", "--store"])
+        .arg("postgres://nobody:hunter2@127.0.0.1:1/none")
+        .arg("--data")
+        .arg(data.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(!refused.status.success() && last.contains("the store: "), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the store's password was printed: {stderr}");
+}
+
+#[tokio::test]
 async fn the_operator_lists_suspends_and_resumes() {
     let data = tempfile::tempdir().unwrap();
     let s = Serve::start(data.path(), &["--signup", "closed"]);

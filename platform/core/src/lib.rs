@@ -17,6 +17,7 @@ pub mod egress;
 pub mod envelope;
 pub mod handoff;
 pub mod head;
+pub mod heartbeat;
 pub mod host;
 pub mod limits;
 pub mod listing;
@@ -27,6 +28,7 @@ pub mod plan;
 pub mod quota;
 pub mod refusal;
 pub mod response;
+pub mod signature;
 
 pub use access::Access;
 pub use actor_key::{ActorKey, AppId, MailboxKey};

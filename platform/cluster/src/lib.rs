@@ -1,0 +1,12 @@
+//! The cluster: nodes sharing one store, each actor owned by one node,
+//! other nodes reaching it by signed hops over QUIC.
+//!
+//! This crate holds what only a cluster needs: the cluster directory
+//! (`cluster_dir`: the CA, the nodes' identities, the shared secrets) and
+//! TLS between nodes (`tls`). The node's own paths (`actors`) reach
+//! another node through the router's remote route, built on these.
+
+pub mod cluster_dir;
+pub mod tls;
+
+pub use cluster_dir::{ClusterDir, NodeId};
