@@ -2,11 +2,14 @@
 //! other nodes reaching it by signed hops over QUIC.
 //!
 //! This crate holds what only a cluster needs: the cluster directory
-//! (`cluster_dir`: the CA, the nodes' identities, the shared secrets) and
-//! TLS between nodes (`tls`). The node's own paths (`actors`) reach
+//! (`cluster_dir`: the CA, the nodes' identities, the shared secrets), TLS
+//! between nodes (`tls`), the signature of a hop (`signing`) and the QUIC
+//! transport that carries hops (`transport`). The node's own paths (`actors`) reach
 //! another node through the router's remote route, built on these.
 
 pub mod cluster_dir;
+pub mod signing;
 pub mod tls;
+pub mod transport;
 
 pub use cluster_dir::{ClusterDir, NodeId};
