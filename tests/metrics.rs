@@ -13,7 +13,12 @@ async fn scrape_url(n: &TestNode) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(n.node.clone())];
-    tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+    tokio::spawn(wasmkeep_telemetry::serve(
+        listener,
+        sources,
+        wasmkeep_telemetry::always_ready(),
+        std::future::pending(),
+    ));
     url
 }
 

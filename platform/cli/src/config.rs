@@ -28,13 +28,18 @@ pub fn limits(file: Option<&Path>) -> Result<Limits, String> {
     Ok(limits)
 }
 
-/// Serves the node's `/metrics` and `/healthz` on `addr`, and says where.
-pub async fn serve_metrics(node: &wasmkeep_actors::Node, addr: std::net::SocketAddr) -> Result<(), String> {
+/// Serves the node's `/metrics`, `/healthz` and `/readyz` on `addr`, and
+/// says where.
+pub async fn serve_metrics(
+    node: &wasmkeep_actors::Node,
+    addr: std::net::SocketAddr,
+    ready: wasmkeep_telemetry::Readiness,
+) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("wasmkeep: metrics on http://{addr}/metrics");
     let sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
-    tokio::spawn(wasmkeep_telemetry::serve(listener, sources, std::future::pending()));
+    tokio::spawn(wasmkeep_telemetry::serve(listener, sources, ready, std::future::pending()));
     Ok(())
 }
 

@@ -231,7 +231,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
     let api_addr = api.local_addr().map_err(|e| e.to_string())?;
     if let Some(addr) = cfg.metrics_listen {
-        crate::config::serve_metrics(&node, addr).await?;
+        crate::config::serve_metrics(&node, addr, wasmkeep_telemetry::always_ready()).await?;
     }
 
     let service = Arc::new(Service {

@@ -8,6 +8,7 @@
 //! another node through the router's remote route, built on these.
 
 pub mod cluster_dir;
+pub mod membership;
 pub mod signing;
 pub mod tls;
 pub mod transport;

@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use wasmkeep_core::heartbeat::{self, Capabilities, Heartbeat, NodeState};
 use wasmkeep_core::{ActorKey, Address, AppId};
 
 use crate::{
-    ActorRecord, AppRecord, BudgetScope, Epoch, OverBudget, Revoked, StorageBudget, Store, StoreError, Stored,
+    ActorRecord, AppRecord, BudgetScope, Epoch, OverBudget, Revoked, StorageBudget, Store, StoreError, Stored, Take,
     TenantRecord, TokenRecord, UsageCounts, Wake, WriteBatch,
 };
 
@@ -31,6 +32,15 @@ macro_rules! store_conformance {
             usage_adds_up_per_app_and_period_and_goes_with_its_app,
             concurrent_wakes_and_commits_leave_one_owner_writing,
             keys_and_names_sort_byte_by_byte,
+            concurrent_creating_wakes_share_no_epoch,
+            heartbeats_are_written_over_listed_by_node_and_forgotten,
+            take_creates_only_when_asked_and_always_bumps_the_epoch,
+            a_live_owner_keeps_its_actor_until_its_heartbeat_is_older_than_dead_before,
+            an_owner_without_a_heartbeat_is_dead,
+            release_lets_any_node_take_at_once_and_spends_the_epoch,
+            a_deleted_actor_keeps_its_owner_and_comes_back_only_when_created,
+            owned_by_pages_one_nodes_live_actors_in_key_order,
+            concurrent_takes_leave_exactly_one_owner,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -350,4 +360,299 @@ pub async fn keys_and_names_sort_byte_by_byte(s: &dyn Store) {
     }
     let names: Vec<String> = s.actors(app, None, "", None, 100).await.unwrap().into_iter().map(|r| r.name).collect();
     assert_eq!(names, ["B", "Z", "a", "a b", "a-b", "x", "ä", "é"]);
+}
+
+/// Rounds of a race. Run by one task (`tokio::join!`), its contestants
+/// interleave in only some rounds: enough that a store letting two of
+/// them win is caught.
+const ROUNDS: usize = 50;
+
+/// Opens four connections of a pooled store at once, so a race's four
+/// contestants start together rather than one ahead while the others
+/// connect.
+async fn warm(s: &dyn Store) {
+    let (a, b, c, d) = tokio::join!(s.heartbeats(), s.heartbeats(), s.heartbeats(), s.heartbeats());
+    for beats in [a, b, c, d] {
+        beats.unwrap();
+    }
+}
+
+pub async fn concurrent_creating_wakes_share_no_epoch(s: &dyn Store) {
+    warm(s).await;
+    // No row to lock yet: the wakes race to insert it.
+    for round in 0..ROUNDS {
+        let a = key(&format!("fresh{round}"));
+        let (e1, e2, e3, e4) =
+            tokio::join!(owned(s, &a, "n1"), owned(s, &a, "n2"), owned(s, &a, "n3"), owned(s, &a, "n4"));
+        let mut epochs = vec![e1, e2, e3, e4];
+        epochs.sort();
+        assert_eq!(epochs, [Epoch(1), Epoch(2), Epoch(3), Epoch(4)], "round {round}");
+        for e in &epochs[..3] {
+            assert_eq!(commit(s, &a, *e, &batch(&[("k", None)])).await, Err(StoreError::Fenced));
+        }
+        commit(s, &a, Epoch(4), &batch(&[("k", None)])).await.unwrap();
+    }
+}
+
+/// The callers' clock in the cluster checks: now, and the oldest
+/// heartbeat of a live node (now less the default failover wait).
+const NOW: u64 = 1_700_000_000_000;
+const DEAD_BEFORE: u64 = NOW - 10_000;
+
+/// `node`'s heartbeat record, sent at `sent_ms`, as a node writes it.
+fn record(node: &str, sent_ms: u64) -> String {
+    Heartbeat {
+        node: node.into(),
+        version: "0.1.0".into(),
+        public_addr: format!("{node}.example:443"),
+        cluster_addr: format!("{node}.example:4433"),
+        started_ms: NOW - 60_000,
+        sent_ms,
+        state: NodeState::Serving,
+        resident: 0,
+        pool: 64,
+        sockets: 0,
+        capabilities: Capabilities::OURS,
+    }
+    .format()
+}
+
+async fn beat(s: &dyn Store, node: &str, sent_ms: u64) {
+    s.beat(node, &record(node, sent_ms), sent_ms).await.unwrap();
+}
+
+async fn take(s: &dyn Store, a: &ActorKey, create: bool, node: &str) -> Take {
+    s.take(a, create, node, DEAD_BEFORE).await.unwrap()
+}
+
+/// The epoch of a take that must have won.
+fn won(take: Take) -> Epoch {
+    match take {
+        Take::Owned { epoch, .. } => epoch,
+        other => panic!("not owned: {other:?}"),
+    }
+}
+
+fn elsewhere(owner: &str) -> Take {
+    Take::Elsewhere { owner: owner.into() }
+}
+
+pub async fn heartbeats_are_written_over_listed_by_node_and_forgotten(s: &dyn Store) {
+    assert_eq!(s.heartbeats().await.unwrap(), vec![]);
+    beat(s, "n2", NOW - 5_000).await;
+    beat(s, "n1", NOW - 1_000).await;
+    // A node's next heartbeat replaces its last.
+    beat(s, "n2", NOW).await;
+    let beats = s.heartbeats().await.unwrap();
+    assert_eq!(
+        beats,
+        vec![("n1".to_string(), record("n1", NOW - 1_000), NOW - 1_000), ("n2".to_string(), record("n2", NOW), NOW)]
+    );
+    // The record comes back as written: the cluster reads it as a heartbeat.
+    assert_eq!(Heartbeat::parse(&beats[1].1).unwrap().sent_ms, NOW);
+
+    beat(s, "gone", NOW - 3_600_000).await;
+    assert_eq!(s.forget_nodes(NOW - 3_600_000).await.unwrap(), 0, "sent at the bound is kept");
+    let nodes = async || s.heartbeats().await.unwrap().into_iter().map(|(node, ..)| node).collect::<Vec<_>>();
+    assert_eq!(s.forget_nodes(NOW - 2_000).await.unwrap(), 1);
+    assert_eq!(nodes().await, ["n1", "n2"]);
+    assert_eq!(s.forget_nodes(NOW).await.unwrap(), 1);
+    assert_eq!(nodes().await, ["n2"]);
+}
+
+pub async fn take_creates_only_when_asked_and_always_bumps_the_epoch(s: &dyn Store) {
+    let a = key("x");
+    beat(s, "n1", NOW).await;
+    assert_eq!(take(s, &a, false, "n1").await, Take::Missing);
+    assert_eq!(s.owner(&a).await.unwrap(), None);
+    assert_eq!(take(s, &a, true, "n1").await, Take::Owned { epoch: Epoch(1), created: true });
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
+    // Its owner taking it again gets a new epoch, and the old one is fenced.
+    assert_eq!(take(s, &a, true, "n1").await, Take::Owned { epoch: Epoch(2), created: false });
+    assert_eq!(commit(s, &a, Epoch(1), &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
+    commit(s, &a, Epoch(2), &batch(&[("k", Some(b"2"))])).await.unwrap();
+    // A wake and a take share one epoch sequence and one owner.
+    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(3), created: false });
+    assert_eq!(take(s, &a, false, "n1").await, Take::Owned { epoch: Epoch(4), created: false });
+    assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"2".to_vec()));
+    assert_eq!(s.actor(&a).await.unwrap().unwrap().owner, "n1");
+    // The empty owner is no node's: no node takes under it.
+    assert!(matches!(s.take(&a, true, "", DEAD_BEFORE).await, Err(StoreError::Backend(_))));
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
+}
+
+pub async fn a_live_owner_keeps_its_actor_until_its_heartbeat_is_older_than_dead_before(s: &dyn Store) {
+    let a = key("x");
+    beat(s, "n1", NOW).await;
+    beat(s, "n2", NOW).await;
+    let e1 = won(take(s, &a, true, "n1").await);
+    assert_eq!(take(s, &a, false, "n2").await, elsewhere("n1"));
+    assert_eq!(take(s, &a, true, "n2").await, elsewhere("n1"));
+    // A refused take changes nothing: the owner goes on writing.
+    commit(s, &a, e1, &batch(&[("k", Some(b"n1"))])).await.unwrap();
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
+
+    // Sent exactly at the bound: still alive, as the heartbeat's own rule says.
+    beat(s, "n1", DEAD_BEFORE).await;
+    assert!(heartbeat::is_live(DEAD_BEFORE, NOW, heartbeat::FAILOVER_WAIT));
+    assert_eq!(take(s, &a, false, "n2").await, elsewhere("n1"));
+    // A millisecond older: dead, and its actor is taken.
+    beat(s, "n1", DEAD_BEFORE - 1).await;
+    assert!(!heartbeat::is_live(DEAD_BEFORE - 1, NOW, heartbeat::FAILOVER_WAIT));
+    let e2 = won(take(s, &a, false, "n2").await);
+    assert!(e2 > e1);
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n2"));
+    // The old owner, come back, is fenced, and finds the actor elsewhere.
+    assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"late"))])).await, Err(StoreError::Fenced));
+    assert_eq!(s.delete_actor(&a, e1).await, Err(StoreError::Fenced));
+    beat(s, "n1", NOW).await;
+    assert_eq!(take(s, &a, false, "n1").await, elsewhere("n2"));
+    commit(s, &a, e2, &batch(&[("k", Some(b"n2"))])).await.unwrap();
+    assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"n2".to_vec()));
+}
+
+pub async fn an_owner_without_a_heartbeat_is_dead(s: &dyn Store) {
+    let (a, b) = (key("a"), key("b"));
+    beat(s, "n2", NOW).await;
+    // Woken by a node that never wrote a heartbeat (one node, or gone).
+    owned(s, &a, "n1").await;
+    assert_eq!(won(take(s, &a, false, "n2").await), Epoch(2));
+    // A node forgotten for good is as dead as one that never beat.
+    beat(s, "n3", NOW).await;
+    won(take(s, &b, true, "n3").await);
+    assert_eq!(take(s, &b, false, "n2").await, elsewhere("n3"));
+    assert_eq!(s.forget_nodes(NOW + 1).await.unwrap(), 2);
+    won(take(s, &b, false, "n2").await);
+    assert_eq!(s.owner(&b).await.unwrap().as_deref(), Some("n2"));
+}
+
+pub async fn release_lets_any_node_take_at_once_and_spends_the_epoch(s: &dyn Store) {
+    let a = key("x");
+    beat(s, "n1", NOW).await;
+    beat(s, "n2", NOW).await;
+    let old = won(take(s, &a, true, "n1").await);
+    let e1 = won(take(s, &a, false, "n1").await);
+    // A stale epoch releases nothing.
+    assert!(!s.release(&a, old).await.unwrap());
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
+    commit(s, &a, e1, &batch(&[("k", Some(b"1"))])).await.unwrap();
+
+    assert!(s.release(&a, e1).await.unwrap());
+    assert_eq!(s.owner(&a).await.unwrap(), None);
+    assert_eq!(s.actor(&a).await.unwrap().unwrap().owner, "");
+    // Released, the epoch commits nothing and releases nothing again.
+    assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"2"))])).await, Err(StoreError::Fenced));
+    assert!(!s.release(&a, e1).await.unwrap());
+    // n1 is alive, but owns it no more: n2 takes it at once, with what it stores.
+    let e2 = won(take(s, &a, false, "n2").await);
+    assert!(e2 > e1);
+    assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
+    assert!(!s.release(&a, e1).await.unwrap());
+    assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n2"));
+    assert_eq!(take(s, &a, false, "n1").await, elsewhere("n2"));
+    assert_eq!(s.owned_by("n1", None, 10).await.unwrap(), vec![]);
+    assert_eq!(s.owned_by("n2", None, 10).await.unwrap(), vec![a]);
+}
+
+pub async fn a_deleted_actor_keeps_its_owner_and_comes_back_only_when_created(s: &dyn Store) {
+    let a = key("x");
+    beat(s, "n1", NOW).await;
+    beat(s, "n2", NOW).await;
+    let e1 = won(take(s, &a, true, "n1").await);
+    commit(s, &a, e1, &batch(&[("k", Some(b"1"))])).await.unwrap();
+    s.delete_actor(&a, e1).await.unwrap();
+    assert_eq!(s.owner(&a).await.unwrap(), None);
+    assert_eq!(take(s, &a, false, "n1").await, Take::Missing);
+    assert_eq!(take(s, &a, false, "n2").await, Take::Missing);
+    // Its record keeps its owner, alive: bringing it back is that node's.
+    assert_eq!(take(s, &a, true, "n2").await, elsewhere("n1"));
+    let Take::Owned { epoch, created } = take(s, &a, true, "n1").await else { panic!("its owner brings it back") };
+    assert!(created && epoch > e1);
+    assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![]);
+    assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"2"))])).await, Err(StoreError::Fenced));
+}
+
+pub async fn owned_by_pages_one_nodes_live_actors_in_key_order(s: &dyn Store) {
+    let shop = s.ensure_app("acme", "shop").await.unwrap();
+    let chat = s.ensure_app("acme", "chat").await.unwrap();
+    let at = |app: AppId, address: &str| ActorKey { app, address: Address::parse(address).unwrap() };
+    let mine = [
+        at(chat, "room/é"),
+        at(shop, "cart/B"),
+        at(chat, "room/a"),
+        at(shop, "cart/a"),
+        at(shop, "cart/a b"),
+        at(shop, "user/a"),
+        at(chat, "lobby/z"),
+    ];
+    beat(s, "n1", NOW).await;
+    for a in &mine {
+        won(take(s, a, true, "n1").await);
+    }
+    // Not n1's: another node's, a deleted one, a released one.
+    won(take(s, &at(shop, "cart/b"), true, "n2").await);
+    let deleted = won(take(s, &at(shop, "cart/c"), true, "n1").await);
+    s.delete_actor(&at(shop, "cart/c"), deleted).await.unwrap();
+    let released = won(take(s, &at(shop, "cart/d"), true, "n1").await);
+    assert!(s.release(&at(shop, "cart/d"), released).await.unwrap());
+
+    let mut expected = mine.to_vec();
+    expected.sort();
+    let mut paged = Vec::new();
+    let mut after: Option<ActorKey> = None;
+    loop {
+        let page = s.owned_by("n1", after.as_ref(), 2).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last().cloned() else { break };
+        paged.extend(page);
+        after = Some(last);
+    }
+    assert_eq!(paged, expected);
+    assert_eq!(s.owned_by("n1", None, 100).await.unwrap(), expected);
+    assert_eq!(s.owned_by("n2", None, 100).await.unwrap(), [at(shop, "cart/b")]);
+    assert_eq!(s.owned_by("n3", None, 100).await.unwrap(), vec![]);
+}
+
+pub async fn concurrent_takes_leave_exactly_one_owner(s: &dyn Store) {
+    let nodes = ["n1", "n2", "n3", "n4"];
+    for node in nodes {
+        beat(s, node, NOW).await;
+    }
+    beat(s, "n0", DEAD_BEFORE - 1).await;
+    warm(s).await;
+    for round in 0..ROUNDS {
+        // A missing actor, created by one of them; then one whose owner died.
+        let fresh = key(&format!("fresh{round}"));
+        let orphan = key(&format!("orphan{round}"));
+        let dead = owned(s, &orphan, "n0").await;
+        for (a, create) in [(&fresh, true), (&orphan, false)] {
+            let (t1, t2, t3, t4) = tokio::join!(
+                take(s, a, create, "n1"),
+                take(s, a, create, "n2"),
+                take(s, a, create, "n3"),
+                take(s, a, create, "n4")
+            );
+            let takes = [t1, t2, t3, t4];
+            let winners: Vec<usize> = (0..4).filter(|i| matches!(takes[*i], Take::Owned { .. })).collect();
+            assert_eq!(winners.len(), 1, "round {round}, {a}: {takes:?}");
+            let winner = nodes[winners[0]];
+            let epoch = won(takes[winners[0]].clone());
+            for (i, t) in takes.iter().enumerate() {
+                if i != winners[0] {
+                    assert_eq!(*t, elsewhere(winner), "round {round}, {a}");
+                }
+            }
+            assert_eq!(s.owner(a).await.unwrap().as_deref(), Some(winner));
+            // The winner's epoch is the only one a commit is accepted under.
+            for e in 1..=epoch.0 + 1 {
+                let outcome = commit(s, a, Epoch(e), &batch(&[("k", None)])).await;
+                if e == epoch.0 {
+                    outcome.unwrap();
+                } else {
+                    assert_eq!(outcome, Err(StoreError::Fenced), "round {round}, {a}, epoch {e}");
+                }
+            }
+        }
+        assert_eq!(commit(s, &orphan, dead, &batch(&[("k", None)])).await, Err(StoreError::Fenced));
+    }
 }

@@ -1,15 +1,17 @@
 //! The store: actors' ownership and storage, and the apps they belong to.
 //!
-//! Three traits, one per concern: [`ActorStore`] for the data plane (waking
+//! Four traits, one per concern: [`ActorStore`] for the data plane (waking
 //! and fencing actors, their keys and values), [`AppStore`] for what a node
-//! runs (apps, versions, components, values) and [`TenantStore`] for the
-//! hosted service's accounts (tenants, their plans, API tokens). The embedded
-//! default is [`SqliteStore`], a file in the node's data directory; a
-//! cluster shares one [`PostgresStore`] behind the same traits.
+//! runs (apps, versions, components, values), [`TenantStore`] for the
+//! hosted service's accounts (tenants, their plans, API tokens) and
+//! [`ClusterStore`] for the cluster's membership and ownership (each node's
+//! heartbeat; which node holds which actor). The embedded default is
+//! [`SqliteStore`], a file in the node's data directory; a cluster shares
+//! one [`PostgresStore`] behind the same traits.
 //!
 //! Every commit of an actor's writes names the owner epoch it was granted
-//! at wake; a commit under any other epoch is refused ([`StoreError::Fenced`]),
-//! so two owners never both write one actor.
+//! at wake (or take); a commit under any other epoch is refused
+//! ([`StoreError::Fenced`]), so two owners never both write one actor.
 
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
@@ -25,7 +27,7 @@ pub mod testing;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use wasmkeep_core::{ActorKey, AppId};
+use wasmkeep_core::{ActorKey, ActorName, Address, AppId, ClassName, NameError};
 
 pub use group_sync::WriteMark;
 pub use postgres::{POOL_SIZE, PostgresStore};
@@ -58,6 +60,19 @@ pub enum Wake {
     /// The actor does not exist (never created, or deleted) and was not
     /// to be created.
     Missing,
+}
+
+/// What taking an actor ([`ClusterStore::take`]) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Take {
+    /// This node owns it now, under `epoch`: always a new one, even when
+    /// it owned the actor already.
+    Owned { epoch: Epoch, created: bool },
+    /// The actor does not exist (never created, or deleted) and was not
+    /// to be created.
+    Missing,
+    /// Another node, alive, owns it: the actor is that node's to run.
+    Elsewhere { owner: String },
 }
 
 /// An event's writes, applied in one transaction.
@@ -220,7 +235,8 @@ pub trait ActorStore: Send + Sync + 'static {
 pub struct ActorRecord {
     pub class: String,
     pub name: String,
-    /// The node that woke it last.
+    /// The node that owns it (that woke or took it last); empty once
+    /// released.
     pub owner: String,
     /// Its keys, and the bytes of its keys and values.
     pub keys: u64,
@@ -377,10 +393,120 @@ pub enum Revoked {
     LastAdmin,
 }
 
-/// Every half of a store, as one node uses them.
-pub trait Store: ActorStore + AppStore + TenantStore {}
+/// The cluster's membership and ownership (DESIGN §3.8), in the store its
+/// nodes share.
+///
+/// Membership: each node writes its heartbeat record every second; a node
+/// whose last heartbeat was sent before the caller's `dead_before_ms`
+/// (its clock's now less `--failover-wait-secs`), or that has none, is
+/// dead. Ownership: an actor's owner is recorded with its epoch; a node
+/// takes an actor that has no live owner by a compare-and-set that bumps
+/// the epoch, so the node that held it before is fenced.
+///
+/// Times are the callers' unix milliseconds, stored as a signed 64-bit
+/// integer (a time past `i64::MAX` is held as `i64::MAX`). Liveness is
+/// thus judged across the nodes' clocks, a heartbeat's sender's against a
+/// taker's: the failover wait must stay well above their skew.
+#[async_trait]
+pub trait ClusterStore: Send + Sync + 'static {
+    /// Writes `node`'s heartbeat `record`, replacing its last one;
+    /// `sent_ms` is the record's send time (its line 7).
+    async fn beat(&self, node: &str, record: &str, sent_ms: u64) -> Result<(), StoreError>;
 
-impl<T: ActorStore + AppStore + TenantStore> Store for T {}
+    /// Every node's last heartbeat, `(node, record, sent_ms)`, by node id.
+    async fn heartbeats(&self) -> Result<Vec<(String, String, u64)>, StoreError>;
+
+    /// Forgets the heartbeats sent before `before_ms` (of nodes removed for
+    /// good); answers how many went. Their actors' owners are dead from
+    /// then on, whatever `dead_before_ms` a take passes.
+    async fn forget_nodes(&self, before_ms: u64) -> Result<u64, StoreError>;
+
+    /// Takes the actor for `node`, in one transaction with its row locked,
+    /// if it has no owner, or `node` owns it, or its owner is dead (no
+    /// heartbeat sent at or after `dead_before_ms`); else answers
+    /// [`Take::Elsewhere`]. A missing or deleted actor is created (brought
+    /// back, empty) only when `create`, as [`ActorStore::wake`] does. A
+    /// take always bumps the epoch: a node that held the actor before can
+    /// never commit under its old one.
+    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError>;
+
+    /// The live actor's recorded owner; `None` when it does not exist, was
+    /// deleted or was released.
+    async fn owner(&self, actor: &ActorKey) -> Result<Option<String>, StoreError>;
+
+    /// Gives the actor up (a draining node, after hibernating it): if
+    /// `epoch` is still the actor's, clears its owner, so any node may take
+    /// it at once, and spends `epoch` (nothing commits under it after).
+    /// Answers whether it was released; false: another node took it since.
+    async fn release(&self, actor: &ActorKey, epoch: Epoch) -> Result<bool, StoreError>;
+
+    /// Up to `limit` of the live actors `node` owns, after `after` when
+    /// given, in (app, class, name) order: what a draining node releases
+    /// and what a takeover of a dead node scans.
+    async fn owned_by(&self, node: &str, after: Option<&ActorKey>, limit: usize) -> Result<Vec<ActorKey>, StoreError>;
+}
+
+/// Every part of a store, as one node uses them.
+pub trait Store: ActorStore + AppStore + TenantStore + ClusterStore {}
+
+impl<T: ActorStore + AppStore + TenantStore + ClusterStore> Store for T {}
+
+/// Refuses an empty node id where a node is named: the empty owner is the
+/// one of an actor no node owns.
+fn named(node: &str) -> Result<(), StoreError> {
+    if node.is_empty() { Err(StoreError::Backend("the node id is empty".into())) } else { Ok(()) }
+}
+
+/// A time in unix milliseconds as stored (a signed 64-bit integer).
+fn stored_ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// An actor's row as a take (or a wake) finds it, locked.
+struct Held {
+    live: bool,
+    owner: String,
+    epoch: i64,
+}
+
+impl Held {
+    /// The node other than `node` that owns the actor, if one does: the
+    /// one whose liveness decides a take.
+    fn other_owner(&self, node: &str) -> Option<&str> {
+        Some(self.owner.as_str()).filter(|o| !o.is_empty() && *o != node)
+    }
+}
+
+/// What a take does with the actor it found (`held`, `None`: no row):
+/// `Ok` with the epoch to write and whether that creates the actor, or
+/// `Err` with the answer, writing nothing. `owner_alive`: whether another
+/// node that is alive owns it.
+fn plan_take(held: Option<&Held>, create: bool, owner_alive: bool) -> Result<(i64, bool), Take> {
+    match held {
+        None if create => Ok((1, true)),
+        None => Err(Take::Missing),
+        Some(h) if !h.live && !create => Err(Take::Missing),
+        Some(h) if owner_alive => Err(Take::Elsewhere { owner: h.owner.clone() }),
+        Some(h) => Ok((h.epoch + 1, !h.live)),
+    }
+}
+
+/// A take's answer as a wake's: a wake takes from any owner, so it is
+/// never [`Take::Elsewhere`].
+fn wake_of(take: Take) -> Wake {
+    match take {
+        Take::Owned { epoch, created } => Wake::Owned { epoch, created },
+        Take::Missing => Wake::Missing,
+        Take::Elsewhere { owner } => unreachable!("a wake took from {owner}: a wake takes from any owner"),
+    }
+}
+
+/// The key of an actor row read back from the store.
+fn actor_key(app: i64, class: &str, name: &str) -> Result<ActorKey, StoreError> {
+    let bad = |e: NameError| StoreError::Backend(format!("the store holds an actor {class}/{name} of app {app}: {e}"));
+    let address = Address::new(ClassName::parse(class).map_err(bad)?, ActorName::parse(name).map_err(bad)?);
+    Ok(ActorKey { app: AppId(app), address })
+}
 
 /// Seals app values before they reach a store and opens them after: the
 /// store, its files and its backups hold values only sealed.

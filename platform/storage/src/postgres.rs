@@ -5,7 +5,8 @@
 //! `BOOLEAN`), `ON CONFLICT` upserts, row locks (`FOR UPDATE`), no
 //! advisory locks, no `LISTEN/NOTIFY`. Every transaction is retried on a
 //! serialization failure or a deadlock (SQLSTATE `40001`, `40P01`), which
-//! those engines raise where PostgreSQL would wait.
+//! those engines raise where PostgreSQL would wait, and when an insert
+//! finds the row it was to create made meanwhile (there was no row to lock).
 //!
 //! Keys, classes and names compare byte by byte (`COLLATE "C"`), as the
 //! embedded store's do, whatever the database's locale: listings page in
@@ -25,13 +26,15 @@ use tokio_postgres::{NoTls, Row};
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, Revoked, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Held, Revoked, StorageBudget, StoreError,
+    Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, actor_key,
+    named, plan_take, stored_ms, wake_of,
 };
 
 /// The schema's steps, in order; `wasmkeep_schema` records those applied.
 /// A step never changes once released: a new one is added.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE tenants (
         id TEXT COLLATE \"C\" PRIMARY KEY,
         plan TEXT NOT NULL DEFAULT 'free',
@@ -81,7 +84,16 @@ const MIGRATIONS: &[&str] = &["
         egress_requests BIGINT NOT NULL, egress_bytes BIGINT NOT NULL,
         PRIMARY KEY (app, period)
     );
-"];
+",
+    // 2: the cluster's membership (each node's last heartbeat) and the
+    // actors each node owns, for a takeover's and a drain's scans.
+    "
+    CREATE TABLE nodes (
+        id TEXT COLLATE \"C\" PRIMARY KEY, record TEXT NOT NULL, sent_ms BIGINT NOT NULL
+    );
+    CREATE INDEX actors_by_owner ON actors (owner, app, class, name);
+",
+];
 
 /// How many times a transaction is tried when the engine asks for a retry.
 const ATTEMPTS: u32 = 10;
@@ -93,6 +105,10 @@ pub const POOL_SIZE: usize = 16;
 enum Fail {
     Db(tokio_postgres::Error),
     Store(StoreError),
+    /// A row the body looked for and did not find was written meanwhile
+    /// (an insert found it taken): the body runs again, in a transaction
+    /// that sees it.
+    Again,
 }
 
 impl From<tokio_postgres::Error> for Fail {
@@ -121,12 +137,14 @@ impl From<Fail> for StoreError {
         match f {
             Fail::Db(e) => backend(&e),
             Fail::Store(e) => e,
+            Fail::Again => StoreError::Backend("postgres: a transaction kept finding its rows moved".into()),
         }
     }
 }
 
 fn retryable(f: &Fail) -> bool {
-    matches!(f, Fail::Db(e) if matches!(e.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED))
+    matches!(f, Fail::Again)
+        || matches!(f, Fail::Db(e) if matches!(e.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED))
 }
 
 /// Runs `$body` (an expression of type `Result<T, Fail>`, with `$tx` the
@@ -256,6 +274,64 @@ async fn check_epoch(tx: &Transaction<'_>, actor: &ActorKey, epoch: Epoch) -> Re
     if current == Some(epoch.0) { Ok(()) } else { Err(StoreError::Fenced.into()) }
 }
 
+/// Takes the actor for `node` in `tx` (the compare-and-set of
+/// [`ClusterStore::take`], and a wake): its row is locked first, so takes
+/// of one actor run one after the other, each seeing the last one's owner.
+/// With `dead_before`, an owner other than `node` whose heartbeat was sent
+/// at or after it keeps the actor; without, any owner gives way (a wake).
+async fn take_in(
+    tx: &Transaction<'_>,
+    actor: &ActorKey,
+    create: bool,
+    node: &str,
+    dead_before: Option<i64>,
+) -> Result<Take, Fail> {
+    let (app, class, name) = parts(actor);
+    let stmt = tx
+        .prepare_cached("SELECT state, owner, epoch FROM actors WHERE app = $1 AND class = $2 AND name = $3 FOR UPDATE")
+        .await?;
+    let held = tx.query_opt(&stmt, &[&app, &class, &name]).await?.map(|r| Held {
+        live: r.get::<_, &str>(0) == "live",
+        owner: r.get(1),
+        epoch: r.get(2),
+    });
+    // A statement of its own, after the lock: under READ COMMITTED it sees
+    // the heartbeats committed up to now, the new owner's among them when
+    // the lock was waited for.
+    let owner_alive = match (held.as_ref().and_then(|h| h.other_owner(node)), dead_before) {
+        (Some(owner), Some(before)) => {
+            let stmt = tx.prepare_cached("SELECT sent_ms FROM nodes WHERE id = $1").await?;
+            tx.query_opt(&stmt, &[&owner]).await?.is_some_and(|r| r.get::<_, i64>(0) >= before)
+        }
+        _ => false,
+    };
+    let (epoch, created) = match plan_take(held.as_ref(), create, owner_alive) {
+        Ok(plan) => plan,
+        Err(answer) => return Ok(answer),
+    };
+    if held.is_some() {
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE actors SET state = 'live', owner = $4, epoch = $5 WHERE app = $1 AND class = $2 AND name = $3",
+            )
+            .await?;
+        tx.execute(&stmt, &[&app, &class, &name, &node, &epoch]).await?;
+    } else {
+        // No row to lock: two takes creating the actor at once both get
+        // here, and the second one's insert finds the first one's row.
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES ($1, $2, $3, 'live', $4, $5)
+                 ON CONFLICT (app, class, name) DO NOTHING",
+            )
+            .await?;
+        if tx.execute(&stmt, &[&app, &class, &name, &node, &epoch]).await? == 0 {
+            return Err(Fail::Again);
+        }
+    }
+    Ok(Take::Owned { epoch: Epoch(epoch), created })
+}
+
 /// What the actor and its tenant store before `batch`, and how many bytes
 /// `batch` adds (negative: frees).
 async fn growth(
@@ -295,30 +371,7 @@ async fn growth(
 #[async_trait]
 impl ActorStore for PostgresStore {
     async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
-        let (app, class, name) = parts(actor);
-        transact!(self, |tx| {
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT state, epoch FROM actors WHERE app = $1 AND class = $2 AND name = $3 FOR UPDATE",
-                )
-                .await?;
-            let row = tx.query_opt(&stmt, &[&app, &class, &name]).await?;
-            let row: Option<(String, i64)> = row.map(|r| (r.get(0), r.get(1)));
-            let (epoch, created) = match row {
-                Some((state, epoch)) if state == "live" => (epoch + 1, false),
-                Some((_, epoch)) if create => (epoch + 1, true),
-                None if create => (1, true),
-                _ => return Ok(Wake::Missing),
-            };
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES ($1, $2, $3, 'live', $4, $5)
-                     ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = $4, epoch = $5",
-                )
-                .await?;
-            tx.execute(&stmt, &[&app, &class, &name, &node, &epoch]).await?;
-            Ok(Wake::Owned { epoch: Epoch(epoch), created })
-        })
+        transact!(self, |tx| take_in(tx, actor, create, node, None).await).map(wake_of)
     }
 
     async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -493,6 +546,92 @@ impl ActorStore for PostgresStore {
             let row = c.query_opt("SELECT bytes FROM apps WHERE id = $1", &[&app.0]).await?;
             Ok(row.map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
         })
+    }
+}
+
+#[async_trait]
+impl ClusterStore for PostgresStore {
+    async fn beat(&self, node: &str, record: &str, sent_ms: u64) -> Result<(), StoreError> {
+        named(node)?;
+        let sent = stored_ms(sent_ms);
+        run!(self, |c| {
+            let stmt = c
+                .prepare_cached(
+                    "INSERT INTO nodes (id, record, sent_ms) VALUES ($1, $2, $3)
+                     ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, sent_ms = EXCLUDED.sent_ms",
+                )
+                .await?;
+            c.execute(&stmt, &[&node, &record, &sent]).await?;
+            Ok(())
+        })
+    }
+
+    async fn heartbeats(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        run!(self, |c| {
+            let rows = c.query("SELECT id, record, sent_ms FROM nodes ORDER BY id", &[]).await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2).max(0) as u64)).collect())
+        })
+    }
+
+    async fn forget_nodes(&self, before_ms: u64) -> Result<u64, StoreError> {
+        let before = stored_ms(before_ms);
+        run!(self, |c| Ok(c.execute("DELETE FROM nodes WHERE sent_ms < $1", &[&before]).await?))
+    }
+
+    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+        named(node)?;
+        let before = stored_ms(dead_before_ms);
+        transact!(self, |tx| take_in(tx, actor, create, node, Some(before)).await)
+    }
+
+    async fn owner(&self, actor: &ActorKey) -> Result<Option<String>, StoreError> {
+        let (app, class, name) = parts(actor);
+        run!(self, |c| {
+            let stmt = c
+                .prepare_cached(
+                    "SELECT owner FROM actors WHERE app = $1 AND class = $2 AND name = $3 AND state = 'live'",
+                )
+                .await?;
+            let owner: Option<String> = c.query_opt(&stmt, &[&app, &class, &name]).await?.map(|r| r.get(0));
+            Ok(owner.filter(|o| !o.is_empty()))
+        })
+    }
+
+    async fn release(&self, actor: &ActorKey, epoch: Epoch) -> Result<bool, StoreError> {
+        let (app, class, name) = parts(actor);
+        run!(self, |c| {
+            let stmt = c
+                .prepare_cached(
+                    "UPDATE actors SET owner = '', epoch = epoch + 1
+                     WHERE app = $1 AND class = $2 AND name = $3 AND epoch = $4",
+                )
+                .await?;
+            Ok(c.execute(&stmt, &[&app, &class, &name, &epoch.0]).await? == 1)
+        })
+    }
+
+    async fn owned_by(&self, node: &str, after: Option<&ActorKey>, limit: usize) -> Result<Vec<ActorKey>, StoreError> {
+        let (after_app, after_class, after_name) = match after {
+            Some(a) => {
+                let (app, class, name) = parts(a);
+                (Some(app), class, name)
+            }
+            None => (None, "", ""),
+        };
+        let limit = limit as i64;
+        let rows = run!(self, |c| {
+            let stmt = c
+                .prepare_cached(
+                    "SELECT app, class, name FROM actors
+                     WHERE owner = $1 AND state = 'live'
+                       AND ($2::BIGINT IS NULL OR app > $2
+                            OR (app = $2 AND (class > $3 OR (class = $3 AND name > $4))))
+                     ORDER BY app, class, name LIMIT $5",
+                )
+                .await?;
+            Ok(c.query(&stmt, &[&node, &after_app, &after_class, &after_name, &limit]).await?)
+        })?;
+        rows.iter().map(|r| actor_key(r.get(0), r.get(1), r.get(2))).collect()
     }
 }
 

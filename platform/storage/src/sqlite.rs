@@ -17,8 +17,9 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::group_sync::GroupSync;
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, Revoked, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Held, Revoked, StorageBudget, StoreError,
+    Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
+    actor_key, named, plan_take, stored_ms, wake_of,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -96,6 +97,12 @@ const MIGRATIONS: &[&str] = &[
         egress_requests INTEGER NOT NULL, egress_bytes INTEGER NOT NULL,
         PRIMARY KEY (app, period)
     );
+    ",
+    // 4: the cluster's membership (each node's last heartbeat) and the
+    // actors each node owns, for a takeover's and a drain's scans.
+    "
+    CREATE TABLE nodes (id TEXT PRIMARY KEY, record TEXT NOT NULL, sent_ms INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX actors_by_owner ON actors (owner, app, class, name);
     ",
 ];
 
@@ -176,6 +183,30 @@ impl SqliteStore {
         }
     }
 
+    /// Runs [`take_in`] in a transaction of its own; durable when it
+    /// returns, as every write of the epoch is.
+    async fn take_with(
+        &self,
+        actor: &ActorKey,
+        create: bool,
+        node: &str,
+        dead_before: Option<i64>,
+    ) -> Result<Take, StoreError> {
+        let out = {
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            let out = take_in(&tx, actor, create, node, dead_before)?;
+            if matches!(out, Take::Owned { .. }) {
+                tx.commit()?;
+            }
+            out
+        };
+        if matches!(out, Take::Owned { .. }) {
+            self.settle().await?;
+        }
+        Ok(out)
+    }
+
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (the
         // transaction rolls back on drop), so a poisoned lock is usable.
@@ -195,6 +226,45 @@ fn check_epoch(tx: &rusqlite::Transaction<'_>, actor: &ActorKey, epoch: Epoch) -
         .query_row(params![app, class, name], |r| r.get(0))
         .optional()?;
     if current == Some(epoch.0) { Ok(()) } else { Err(StoreError::Fenced) }
+}
+
+/// Takes the actor for `node` in `tx` (the compare-and-set of
+/// [`ClusterStore::take`], and a wake); the store's lock makes it the only
+/// transaction. With `dead_before`, an owner other than `node` whose
+/// heartbeat was sent at or after it keeps the actor; without, any owner
+/// gives way (a wake).
+fn take_in(
+    tx: &rusqlite::Transaction<'_>,
+    actor: &ActorKey,
+    create: bool,
+    node: &str,
+    dead_before: Option<i64>,
+) -> Result<Take, StoreError> {
+    let (app, class, name) = parts(actor);
+    let held = tx
+        .prepare_cached("SELECT state, owner, epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
+        .query_row(params![app, class, name], |r| {
+            Ok(Held { live: r.get::<_, String>(0)? == "live", owner: r.get(1)?, epoch: r.get(2)? })
+        })
+        .optional()?;
+    let owner_alive = match (held.as_ref().and_then(|h| h.other_owner(node)), dead_before) {
+        (Some(owner), Some(before)) => tx
+            .prepare_cached("SELECT sent_ms FROM nodes WHERE id = ?1")?
+            .query_row(params![owner], |r| r.get::<_, i64>(0))
+            .optional()?
+            .is_some_and(|sent| sent >= before),
+        _ => false,
+    };
+    let (epoch, created) = match plan_take(held.as_ref(), create, owner_alive) {
+        Ok(plan) => plan,
+        Err(answer) => return Ok(answer),
+    };
+    tx.prepare_cached(
+        "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
+         ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
+    )?
+    .execute(params![app, class, name, node, epoch])?;
+    Ok(Take::Owned { epoch: Epoch(epoch), created })
 }
 
 /// What the actor and its tenant store before `batch`, and how many bytes
@@ -231,30 +301,7 @@ fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(St
 #[async_trait]
 impl ActorStore for SqliteStore {
     async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
-        let (app, class, name) = parts(actor);
-        let out = {
-            let mut conn = self.conn();
-            let tx = conn.transaction()?;
-            let row: Option<(String, i64)> = tx
-                .prepare_cached("SELECT state, epoch FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3")?
-                .query_row(params![app, class, name], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let (epoch, created) = match row {
-                Some((state, epoch)) if state == "live" => (epoch + 1, false),
-                Some((_, epoch)) if create => (epoch + 1, true),
-                None if create => (1, true),
-                _ => return Ok(Wake::Missing),
-            };
-            tx.prepare_cached(
-                "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
-                 ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
-            )?
-            .execute(params![app, class, name, node, epoch])?;
-            tx.commit()?;
-            Wake::Owned { epoch: Epoch(epoch), created }
-        };
-        self.settle().await?;
-        Ok(out)
+        self.take_with(actor, create, node, None).await.map(wake_of)
     }
 
     async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -659,6 +706,87 @@ impl AppStore for SqliteStore {
             )
             .optional()?;
         Ok(row.unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl ClusterStore for SqliteStore {
+    async fn beat(&self, node: &str, record: &str, sent_ms: u64) -> Result<(), StoreError> {
+        named(node)?;
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO nodes (id, record, sent_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET record = ?2, sent_ms = ?3",
+            )?
+            .execute(params![node, record, stored_ms(sent_ms)])?;
+        self.settle().await
+    }
+
+    async fn heartbeats(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT id, record, sent_ms FROM nodes ORDER BY id")?;
+        let beats = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?.max(0) as u64)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(beats)
+    }
+
+    async fn forget_nodes(&self, before_ms: u64) -> Result<u64, StoreError> {
+        let n = self.conn().execute("DELETE FROM nodes WHERE sent_ms < ?1", params![stored_ms(before_ms)])?;
+        self.settle().await?;
+        Ok(n as u64)
+    }
+
+    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+        named(node)?;
+        self.take_with(actor, create, node, Some(stored_ms(dead_before_ms))).await
+    }
+
+    async fn owner(&self, actor: &ActorKey) -> Result<Option<String>, StoreError> {
+        let (app, class, name) = parts(actor);
+        let owner: Option<String> = self
+            .conn()
+            .prepare_cached("SELECT owner FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3 AND state = 'live'")?
+            .query_row(params![app, class, name], |r| r.get(0))
+            .optional()?;
+        Ok(owner.filter(|o| !o.is_empty()))
+    }
+
+    async fn release(&self, actor: &ActorKey, epoch: Epoch) -> Result<bool, StoreError> {
+        let (app, class, name) = parts(actor);
+        let n = self
+            .conn()
+            .prepare_cached(
+                "UPDATE actors SET owner = '', epoch = epoch + 1
+                 WHERE app = ?1 AND class = ?2 AND name = ?3 AND epoch = ?4",
+            )?
+            .execute(params![app, class, name, epoch.0])?;
+        self.settle().await?;
+        Ok(n == 1)
+    }
+
+    async fn owned_by(&self, node: &str, after: Option<&ActorKey>, limit: usize) -> Result<Vec<ActorKey>, StoreError> {
+        let (after_app, after_class, after_name) = match after {
+            Some(a) => {
+                let (app, class, name) = parts(a);
+                (Some(app), class, name)
+            }
+            None => (None, "", ""),
+        };
+        let rows = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare_cached(
+                "SELECT app, class, name FROM actors
+                 WHERE owner = ?1 AND state = 'live'
+                   AND (?2 IS NULL OR app > ?2 OR (app = ?2 AND (class > ?3 OR (class = ?3 AND name > ?4))))
+                 ORDER BY app, class, name LIMIT ?5",
+            )?;
+            stmt.query_map(params![node, after_app, after_class, after_name, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?
+        };
+        rows.iter().map(|(app, class, name)| actor_key(*app, class, name)).collect()
     }
 }
 

@@ -18,12 +18,12 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, Epoch, Revoked, StorageBudget, StoreError, Stored, StoredVersion,
-    TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Revoked, StorageBudget, StoreError, Stored,
+    StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
-/// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s calls
-/// pass straight through): what a fault targets and
+/// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s and
+/// [`ClusterStore`]'s calls pass straight through): what a fault targets and
 /// what a call count counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -401,6 +401,37 @@ impl<S: ?Sized + TenantStore> TenantStore for FaultyStore<S> {
 
     async fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<Revoked, StoreError> {
         self.inner.revoke_token(tenant, id).await
+    }
+}
+
+#[async_trait]
+impl<S: ?Sized + ClusterStore> ClusterStore for FaultyStore<S> {
+    async fn beat(&self, node: &str, record: &str, sent_ms: u64) -> Result<(), StoreError> {
+        self.inner.beat(node, record, sent_ms).await
+    }
+
+    async fn heartbeats(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        self.inner.heartbeats().await
+    }
+
+    async fn forget_nodes(&self, before_ms: u64) -> Result<u64, StoreError> {
+        self.inner.forget_nodes(before_ms).await
+    }
+
+    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+        self.inner.take(actor, create, node, dead_before_ms).await
+    }
+
+    async fn owner(&self, actor: &ActorKey) -> Result<Option<String>, StoreError> {
+        self.inner.owner(actor).await
+    }
+
+    async fn release(&self, actor: &ActorKey, epoch: Epoch) -> Result<bool, StoreError> {
+        self.inner.release(actor, epoch).await
+    }
+
+    async fn owned_by(&self, node: &str, after: Option<&ActorKey>, limit: usize) -> Result<Vec<ActorKey>, StoreError> {
+        self.inner.owned_by(node, after, limit).await
     }
 }
 

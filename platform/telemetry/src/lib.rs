@@ -1,5 +1,5 @@
 //! The node's metrics, in the Prometheus text format, and the listener
-//! that serves them (`/metrics`, `/healthz`).
+//! that serves them (`/metrics`, `/healthz`, `/readyz`).
 //!
 //! Counters are fixed families with a closed set of label values, so a
 //! client can never grow the exposition. Gauges that describe the node's
@@ -11,7 +11,7 @@ mod server;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use exposition::Exposition;
-pub use server::serve;
+pub use server::{Readiness, always_ready, serve};
 
 /// A counter family with one label and a closed set of values.
 pub struct CounterFamily {
