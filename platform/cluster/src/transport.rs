@@ -238,6 +238,14 @@ mod tests {
         let stranger = echo_on(&others[0]);
         assert!(call(&stranger, "b", b.local_addr(), "/", 0).await.is_err());
         assert!(call(&a, "b", stranger.local_addr(), "/", 0).await.is_err());
+        // A client that trusts the cluster's CA but holds another CA's
+        // certificate is refused by the node it dials.
+        let mut impostor = others[0].clone();
+        impostor.ca = dirs[0].ca.clone();
+        let impostor = Transport::bind("127.0.0.1:0".parse().unwrap(), &impostor).unwrap();
+        assert!(call(&impostor, "b", b.local_addr(), "/", 0).await.is_err(), "a foreign client certificate was taken");
+        // The same client with the cluster's own certificate is answered.
+        assert_eq!(call(&a, "b", b.local_addr(), "/", 0).await.unwrap(), "/:0");
         // Nothing listening: unreachable, in bounded time.
         let gone = Transport::bind("127.0.0.1:0".parse().unwrap(), &dirs[2]).unwrap();
         let addr = gone.local_addr();

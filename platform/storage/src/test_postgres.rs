@@ -39,13 +39,20 @@ impl TestPostgres {
         format!("postgres://wasmkeep@127.0.0.1:{}/{db}", self.port)
     }
 
-    /// A new, empty database; answers its URL.
+    /// A new, empty database (collating by ICU's `en-US`); answers its URL.
     pub async fn database(&self) -> String {
         let name = format!("t{}_{}", std::process::id(), DATABASES.fetch_add(1, Ordering::Relaxed));
         let (client, connection) =
             tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls).await.expect("the test server");
         let driver = tokio::spawn(connection);
-        client.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("a test database");
+        // A linguistic collation, as production databases often have: the
+        // store must not depend on the database's locale for its order.
+        client
+            .batch_execute(&format!(
+                "CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'"
+            ))
+            .await
+            .expect("a test database");
         drop(client);
         let _ = driver.await;
         self.url(&name)
