@@ -74,13 +74,23 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
 }
 
 async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
-    let Event { envelope, kind, arrived } = event;
+    let Event { envelope, kind, arrived, forwarded } = event;
     node.last_events.note(|| envelope.mailbox(), &mut residence.noted);
     if let EventKind::Delete { reply } = kind {
         let _ = reply.send(delete(node, residence, &envelope).await);
         return;
     }
     let admitted = admit(node, &envelope, &kind, residence, arrived).await;
+    // Another node owns the actor: a request goes on to it (once; one that
+    // came from another node is answered "elsewhere" for its sender to
+    // follow).
+    let kind = match (admitted.as_ref().err(), kind, &node.remote) {
+        (Some(Refusal::Elsewhere { owner }), EventKind::Request { request, reply }, Some(remote)) if !forwarded => {
+            crate::remote::hand_on(node, remote.clone(), owner.clone(), envelope, request, reply);
+            return;
+        }
+        (_, kind, _) => kind,
+    };
     if let Err(refusal) = &admitted {
         node.metrics.refusals.inc(refusal.label());
     }
@@ -201,7 +211,7 @@ async fn delete(node: &Arc<NodeInner>, residence: &mut Residence, envelope: &Env
     let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
     let epoch = match residence.epoch.take() {
         Some(epoch) => epoch,
-        None => match node.store.wake(&actor, false, &node.id).await.map_err(unavailable)? {
+        None => match crate::admission::take(node, &actor, false).await? {
             Wake::Owned { epoch, .. } => epoch,
             Wake::Missing => return Err(Refusal::NoSuchActor.into()),
         },

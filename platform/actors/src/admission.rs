@@ -11,7 +11,7 @@ use std::time::Instant;
 use wasmkeep_core::admission::{Before, Name, before_store, capacity_wait, no_capacity};
 use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
-use wasmkeep_storage::{Epoch, Wake};
+use wasmkeep_storage::{Epoch, Take, Wake};
 
 use crate::app::Tenant;
 use crate::event::EventKind;
@@ -39,18 +39,39 @@ async fn wake_or_create(
     create: bool,
     tenant: Option<&Tenant>,
 ) -> Result<Epoch, Refusal> {
-    let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
     let first_create = create && tenant.is_none();
-    match node.store.wake(actor, first_create, &node.id).await.map_err(unavailable)? {
+    match take(node, actor, first_create).await? {
         Wake::Owned { epoch, .. } => return Ok(epoch),
         Wake::Missing if !create || first_create => return Err(Refusal::NoSuchActor),
         Wake::Missing => {}
     }
     let tenant = tenant.expect("only a tenant's creation is asked twice");
     tenant.rates.creation().map_err(|w| node.over_quota(&tenant.id, Quota::Creations, w))?;
-    match node.store.wake(actor, true, &node.id).await.map_err(unavailable)? {
+    match take(node, actor, true).await? {
         Wake::Owned { epoch, .. } => Ok(epoch),
         Wake::Missing => Err(Refusal::NoSuchActor),
+    }
+}
+
+/// Takes the actor for this node: alone, by waking it; in a cluster, by a
+/// compare-and-set against its owner's liveness, so that an actor another
+/// live node owns is refused [`Refusal::Elsewhere`] (and noted as its).
+pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: bool) -> Result<Wake, Refusal> {
+    let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
+    let Some(remote) = &node.remote else {
+        return node.store.wake(actor, create, &node.id).await.map_err(unavailable);
+    };
+    let key = wasmkeep_core::MailboxKey::of(actor);
+    match node.store.take(actor, create, &node.id, remote.dead_before_ms()).await.map_err(unavailable)? {
+        Take::Owned { epoch, created } => {
+            remote.note(&key, None);
+            Ok(Wake::Owned { epoch, created })
+        }
+        Take::Missing => Ok(Wake::Missing),
+        Take::Elsewhere { owner } => {
+            remote.note(&key, Some(&owner));
+            Err(Refusal::Elsewhere { owner })
+        }
     }
 }
 

@@ -13,6 +13,9 @@ pub(crate) struct Event {
     pub kind: EventKind,
     /// When the event arrived: its admission wait counts from here.
     pub arrived: Instant,
+    /// It came from another node (or came back from one): if the actor is
+    /// owned elsewhere, it is answered so, never handed on again.
+    pub forwarded: bool,
 }
 
 /// What an event is, and where its answer goes.

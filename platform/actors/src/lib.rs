@@ -12,6 +12,7 @@ mod front;
 mod mailbox;
 mod metrics;
 mod port_share;
+mod remote;
 mod residence;
 mod router;
 mod sockets;
@@ -40,6 +41,7 @@ pub use app::{ClassSpec, VersionSpec};
 pub use event::{EventKind, SocketEvent};
 pub use front::FrontHost;
 pub use port_share::RequestPlace;
+pub use remote::{HopFailure, Remote};
 pub use router::{Answering, Router};
 pub use sockets::SocketOpenError;
 pub use usage::AppUsage;
@@ -169,6 +171,8 @@ pub(crate) struct NodeInner {
     pub limits: Arc<Limits>,
     /// Where each actor lives: every path asks it.
     pub router: Box<dyn Router>,
+    /// The cluster's side, on a node of a cluster.
+    pub remote: Option<Arc<dyn Remote>>,
     pub runtime: Runtime<ActorEventHost, FrontHost>,
     pub store: Arc<dyn Store>,
     /// The instances actors may hold.
@@ -271,6 +275,17 @@ impl NodeInner {
 
 impl Node {
     pub fn new(config: NodeConfig, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        Self::start(config, store, None)
+    }
+
+    /// A node of a cluster: actors are taken against their owners'
+    /// liveness, and events for actors owned elsewhere go to their owners
+    /// through `remote`.
+    pub fn in_cluster(config: NodeConfig, store: Arc<dyn Store>, remote: Arc<dyn Remote>) -> anyhow::Result<Self> {
+        Self::start(config, store, Some(remote))
+    }
+
+    fn start(config: NodeConfig, store: Arc<dyn Store>, remote: Option<Arc<dyn Remote>>) -> anyhow::Result<Self> {
         config.limits.validate()?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let engine = EngineConfig {
@@ -285,7 +300,15 @@ impl Node {
             id: config.id,
             egress: Arc::new(config.egress),
             egress_tls,
-            router: Box::new(LocalRouter { node: node.clone() }),
+            router: match &remote {
+                Some(remote) => Box::new(remote::ClusterRouter {
+                    local: LocalRouter { node: node.clone() },
+                    remote: remote.clone(),
+                    node: node.clone(),
+                }),
+                None => Box::new(LocalRouter { node: node.clone() }),
+            },
+            remote,
             pool: InstancePool::new(config.limits.actor_instances() as usize),
             front_slots: InstancePool::new(config.limits.front_slots as usize),
             front_waits: FrontWaits::new(
@@ -700,5 +723,15 @@ impl Node {
     /// the router, and waits for its answer.
     pub async fn request(&self, envelope: Envelope, request: Request) -> Result<Response, EventError> {
         self.0.router.request(envelope, request).await
+    }
+
+    /// Runs a request event another node sent here: on this node, or
+    /// answered [`Refusal::Elsewhere`] when another node owns the actor
+    /// (its sender follows that; a hop is never sent on).
+    pub async fn request_forwarded(&self, envelope: Envelope, request: Request) -> Result<Response, EventError> {
+        let local = router::LocalRouter { node: Arc::downgrade(&self.0) };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        local.post_forwarded(envelope, EventKind::Request { request, reply })?;
+        answer.await.unwrap_or(Err(EventError::ShuttingDown))
     }
 }

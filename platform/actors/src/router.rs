@@ -51,11 +51,22 @@ pub(crate) struct LocalRouter {
 impl LocalRouter {
     /// Queues the event in its actor's mailbox, at once (so events posted
     /// one after another by one task are queued in that order).
-    fn deliver(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
+    pub(crate) fn post_now(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
+        self.deliver(envelope, event, false)
+    }
+
+    /// Queues an event that came from another node, or came back from
+    /// one: if the actor is not this node's, it is answered
+    /// [`Refusal::Elsewhere`], never sent on again.
+    pub(crate) fn post_forwarded(&self, envelope: Envelope, event: EventKind) -> Result<(), Refusal> {
+        self.deliver(envelope, event, true)
+    }
+
+    fn deliver(&self, envelope: Envelope, event: EventKind, forwarded: bool) -> Result<(), Refusal> {
         // Only a node being dropped has no strong reference left.
         let Some(node) = self.node.upgrade() else { return Err(Refusal::Overloaded) };
         let key = envelope.mailbox();
-        let event = Event { envelope, kind: event, arrived: Instant::now() };
+        let event = Event { envelope, kind: event, arrived: Instant::now(), forwarded };
         let posted = node.mailboxes.post(key, event, |key, rx| {
             tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
         });
@@ -69,6 +80,6 @@ impl LocalRouter {
 impl Router for LocalRouter {
     /// The event is in the mailbox when this returns; the future is ready.
     fn post(&self, envelope: Envelope, event: EventKind) -> Answering<'_, Result<(), Refusal>> {
-        Box::pin(std::future::ready(self.deliver(envelope, event)))
+        Box::pin(std::future::ready(self.post_now(envelope, event)))
     }
 }

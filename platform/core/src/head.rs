@@ -47,10 +47,16 @@ pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
 /// <unix-ms> <nonce> <names> <mac>`, the cluster's to make and check;
 /// `<names>` lists `x-wasmkeep-target` and `x-wasmkeep-deadline`).
 pub const INTERNAL: &str = "x-wasmkeep-internal";
+/// The host's error on a hop's answer: the owner's node answers it, in
+/// place of the actor's response, when the event failed there (an
+/// [`EventError`](crate::EventError), written and read by
+/// [`hop_answer`](crate::hop_answer): `<kind> <args...>`). An actor cannot
+/// set it: the range is stripped from actors' answers.
+pub const ERROR: &str = "x-wasmkeep-error";
 
 /// Every name of the range the host sets.
-pub const NAMES: [&str; 10] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL];
+pub const NAMES: [&str; 11] =
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR];
 
 /// The upgrade mark's one value.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";

@@ -18,6 +18,7 @@ pub mod envelope;
 pub mod handoff;
 pub mod head;
 pub mod heartbeat;
+pub mod hop_answer;
 pub mod host;
 pub mod limits;
 pub mod listing;

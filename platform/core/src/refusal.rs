@@ -53,6 +53,12 @@ pub enum Refusal {
     /// The store failed; the text is for the log, not the client.
     #[error("store unavailable")]
     StoreUnavailable(String),
+    /// Another node owns the actor and is alive; `owner` is its id. The
+    /// event goes there (the router follows it); when it cannot, this is
+    /// the answer: the actor is moving, retry. The text never names the
+    /// owner: a client does not learn node ids.
+    #[error("the actor is moving between nodes; retry")]
+    Elsewhere { owner: String },
 }
 
 impl Refusal {
@@ -73,6 +79,7 @@ impl Refusal {
             Self::Quota { .. } => "quota",
             Self::TenantBusy => "tenant_busy",
             Self::StoreUnavailable(_) => "store_unavailable",
+            Self::Elsewhere { .. } => "elsewhere",
         }
     }
 }
@@ -238,7 +245,8 @@ impl Failure {
         }
     }
 
-    fn status(&self) -> (u16, Option<u32>) {
+    /// Its status and `Retry-After` (the hop's answer carries the same).
+    pub(crate) fn status(&self) -> (u16, Option<u32>) {
         match self {
             Self::Event(EventError::Refused(r)) => match r {
                 Refusal::NoSuchApp | Refusal::NoSuchClass | Refusal::NoSuchActor => (404, None),
@@ -246,9 +254,11 @@ impl Failure {
                 Refusal::Internal => (403, None),
                 Refusal::ValueMissing(_) => (503, Some(10)),
                 Refusal::Suspended => (503, Some(60)),
-                Refusal::Overloaded | Refusal::Capacity | Refusal::StoreUnavailable(_) | Refusal::TenantBusy => {
-                    (503, Some(1))
-                }
+                Refusal::Overloaded
+                | Refusal::Capacity
+                | Refusal::StoreUnavailable(_)
+                | Refusal::TenantBusy
+                | Refusal::Elsewhere { .. } => (503, Some(1)),
                 Refusal::DeadlinePassed => (504, None),
                 Refusal::Quota { quota, retry_after } => (quota.status(), quota.passes().then_some(*retry_after)),
             },
@@ -271,8 +281,10 @@ impl Failure {
     }
 
     /// A callee's failure as its caller sees it: what the callee itself did
-    /// wrong, or its queue being full, is `failed`; a refusal of admission
-    /// is the answer HTTP would give (the capacity `503` included).
+    /// wrong, its queue being full, or its node not taking it now (shutting
+    /// down; the actor moving to another node, whose id the caller is not
+    /// told) is `failed`; a refusal of admission is the answer HTTP would
+    /// give (the capacity `503` included).
     fn as_call(&self) -> AsCall {
         match self {
             Self::Event(EventError::AnswerTooLarge(_)) => AsCall::TooLarge,
@@ -282,6 +294,9 @@ impl Failure {
             Self::Event(EventError::Wall) => AsCall::Failed("the callee's event ran past its wall"),
             Self::Event(EventError::InvalidResponse) => AsCall::Failed("the callee answered an invalid response"),
             Self::Event(EventError::ShuttingDown) => AsCall::Failed("the node is shutting down"),
+            Self::Event(EventError::Refused(Refusal::Elsewhere { .. })) => {
+                AsCall::Failed("callee unavailable: it is moving between nodes")
+            }
             _ => AsCall::Respond,
         }
     }
@@ -324,6 +339,7 @@ mod tests {
             Refusal::Quota { quota: Quota::TenantStorage, retry_after: 0 },
             Refusal::TenantBusy,
             Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
+            Refusal::Elsewhere { owner: "node-b".into() },
         ];
         let events = [
             EventError::Trapped,
@@ -379,6 +395,7 @@ mod tests {
                 (507, None, "over the plan's storage_bytes quota; something stored must be deleted first\n"),
                 (503, Some(1), "too many requests for this account at once; retry shortly\n"),
                 (503, Some(1), "store unavailable\n"),
+                (503, Some(1), "the actor is moving between nodes; retry\n"),
                 (500, None, "the actor failed\n"),
                 (504, None, "the actor's event ran past its wall\n"),
                 (500, None, "the actor answered an invalid response\n"),
@@ -404,7 +421,7 @@ mod tests {
     fn no_host_detail_reaches_the_client() {
         for f in every_failure() {
             let text = f.answer().text;
-            assert!(!text.contains("/var/lib") && !text.contains("disk"), "{text}");
+            assert!(!text.contains("/var/lib") && !text.contains("disk") && !text.contains("node-b"), "{text}");
         }
     }
 
@@ -430,6 +447,10 @@ mod tests {
         assert_eq!(call(EventError::Wall.into()), AsCall::Failed("the callee's event ran past its wall"));
         assert_eq!(call(EventError::InvalidResponse.into()), AsCall::Failed("the callee answered an invalid response"));
         assert_eq!(call(EventError::ShuttingDown.into()), AsCall::Failed("the node is shutting down"));
+        assert_eq!(
+            call(Refusal::Elsewhere { owner: "node-b".into() }.into()),
+            AsCall::Failed("callee unavailable: it is moving between nodes")
+        );
         for r in [Refusal::NoSuchClass, Refusal::NoSuchActor, Refusal::Internal, Refusal::Capacity] {
             assert_eq!(call(r.into()), AsCall::Respond);
         }
@@ -443,8 +464,26 @@ mod tests {
         assert_eq!(close(Refusal::NoSuchActor.into()), Some(1000));
         assert_eq!(close(Refusal::Overloaded.into()), Some(1013));
         assert_eq!(close(Refusal::DeadlinePassed.into()), Some(1013));
-        for f in [EventError::Trapped.into(), EventError::Wall.into(), Failure::from(Refusal::Capacity)] {
+        // An actor owned elsewhere leaves the socket as it is: a socket's
+        // events never travel between nodes.
+        let elsewhere = Failure::from(Refusal::Elsewhere { owner: "node-b".into() });
+        for f in [EventError::Trapped.into(), EventError::Wall.into(), Failure::from(Refusal::Capacity), elsewhere] {
             assert_eq!(close(f), None);
         }
+    }
+
+    #[test]
+    fn every_refusal_has_its_own_label() {
+        let labels: Vec<&str> = every_failure()
+            .iter()
+            .filter_map(|f| match f {
+                Failure::Event(EventError::Refused(r)) => Some(r.label()),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::HashSet<_> = labels.iter().collect();
+        // The three quota samples share one label.
+        assert_eq!(distinct.len(), labels.len() - 2);
+        assert_eq!(Refusal::Elsewhere { owner: "node-b".into() }.label(), "elsewhere");
     }
 }

@@ -124,15 +124,19 @@ pub const REFUSAL_REASONS: &[&str] = &[
     "quota",
     "tenant_busy",
     "store_unavailable",
+    "elsewhere",
 ];
 /// What a node forwards to another node.
-pub const FORWARD_KINDS: &[&str] = &["call", "request", "upgrade"];
+pub const FORWARD_KINDS: &[&str] = &["call", "request", "upgrade", "handoff"];
+/// What a node sends on after another node said the actor is elsewhere.
+pub const REROUTE_KINDS: &[&str] = &["call", "request"];
 
 /// The node's counters.
 pub struct Metrics {
     pub front_requests: CounterFamily,
     pub front_calls: CounterFamily,
     pub forwards: CounterFamily,
+    pub reroutes: CounterFamily,
     pub refusals: CounterFamily,
     pub quota_refusals: TenantCounters,
 }
@@ -154,9 +158,15 @@ impl Default for Metrics {
             ),
             forwards: CounterFamily::new(
                 "wasmkeep_forwards_total",
-                "Calls, requests and upgrades forwarded to another node, by kind.",
+                "Calls, requests, upgrades and hand-offs forwarded to another node, by kind.",
                 "kind",
                 FORWARD_KINDS,
+            ),
+            reroutes: CounterFamily::new(
+                "wasmkeep_reroutes_total",
+                "Events sent on after the node they went to answered that another node owns the actor.",
+                "kind",
+                REROUTE_KINDS,
             ),
             refusals: CounterFamily::new(
                 "wasmkeep_refusals_total",
@@ -179,6 +189,7 @@ impl Source for Metrics {
         self.front_requests.write(out);
         self.front_calls.write(out);
         self.forwards.write(out);
+        self.reroutes.write(out);
         self.refusals.write(out);
         self.quota_refusals.write(out);
     }

@@ -49,8 +49,10 @@ fn the_names_are_the_cases_names_and_all_in_the_range() {
         ("handoff_name", HANDOFF_NAME),
         ("handoff_path", HANDOFF_PATH),
         ("internal", INTERNAL),
+        ("error", ERROR),
     ];
     assert_eq!(names.len(), ours.len());
+    assert_eq!(NAMES.len(), ours.len());
     for (key, name) in ours {
         assert_eq!(names[key], name, "{key}");
         assert!(is_reserved(name) && NAMES.contains(&name), "{name}");

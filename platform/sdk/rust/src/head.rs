@@ -46,9 +46,12 @@ pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
 /// A node's signature over the head between nodes (a guest never sees it).
 pub const INTERNAL: &str = "x-wasmkeep-internal";
 
+/// The host's error on a hop's answer, between nodes (a guest never sees it).
+pub const ERROR: &str = "x-wasmkeep-error";
+
 /// Every name of the range the host uses.
-pub const NAMES: [&str; 10] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL];
+pub const NAMES: [&str; 11] =
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR];
 
 /// The value of [`UPGRADE`], exactly.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";
@@ -266,6 +269,7 @@ mod tests {
             ("handoff_name", HANDOFF_NAME),
             ("handoff_path", HANDOFF_PATH),
             ("internal", INTERNAL),
+            ("error", ERROR),
         ];
         // Every name of the file is ours, and every one of ours is in it.
         assert_eq!(names.len(), ours.len(), "the file's names: {names:?}");
