@@ -3,12 +3,16 @@
 //!
 //! This crate holds what only a cluster needs: the cluster directory
 //! (`cluster_dir`: the CA, the nodes' identities, the shared secrets), TLS
-//! between nodes (`tls`), the signature of a hop (`signing`) and the QUIC
-//! transport that carries hops (`transport`). The node's own paths (`actors`) reach
+//! between nodes (`tls`), the signature of a hop (`signing`), the QUIC
+//! transport that carries hops (`transport`), the heartbeat
+//! (`membership`), the router's remote route over all of them (`peers`)
+//! and the receiving end of a hop (`hop_server`). The node's own paths (`actors`) reach
 //! another node through the router's remote route, built on these.
 
 pub mod cluster_dir;
+pub mod hop_server;
 pub mod membership;
+pub mod peers;
 pub mod signing;
 pub mod tls;
 pub mod transport;

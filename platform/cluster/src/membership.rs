@@ -96,6 +96,12 @@ impl Membership {
         let record = self.heartbeat(now_ms).format();
         self.store.beat(&self.me.node, &record, now_ms).await?;
         self.written_ms.fetch_max(now_ms, Ordering::Relaxed);
+        self.refresh().await
+    }
+
+    /// Reads everyone's heartbeat now (a node named as an owner that this
+    /// node has not heard of yet may have started since the last beat).
+    pub async fn refresh(&self) -> Result<(), StoreError> {
         let mut view = BTreeMap::new();
         for (node, record, sent_ms) in self.store.heartbeats().await? {
             match Heartbeat::parse(&record) {

@@ -1,0 +1,161 @@
+//! The cluster as the node's router sees it ([`wasmkeep_actors::Remote`]):
+//! owner hints (moka), the other nodes' liveness (membership), and a
+//! request event carried to its owner as a signed hop over QUIC.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::uri::PathAndQuery;
+use http::{HeaderName, HeaderValue, Method};
+use http_body_util::{BodyExt, Full, Limited};
+use wasmkeep_actors::{Answering, HopFailure, Remote, Request, Response};
+use wasmkeep_core::head::{self, ERROR, is_reserved};
+use wasmkeep_core::signature::CALL_NAMES;
+use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
+
+use crate::membership::{Membership, unix_ms};
+use crate::signing::{Signer, body_sha256};
+use crate::transport::Transport;
+
+/// Owner hints kept, at most.
+const HINTS: u64 = 100_000;
+/// A hint not used for this long is forgotten.
+const HINT_IDLE: Duration = Duration::from_secs(600);
+
+/// This node's view of, and way to, the other nodes.
+pub struct Peers {
+    me: String,
+    membership: Arc<Membership>,
+    transport: Arc<Transport>,
+    signer: Signer,
+    hints: moka::sync::Cache<MailboxKey, String>,
+    /// The largest answer body taken from a peer (the call body limit).
+    body_limit: u64,
+}
+
+impl Peers {
+    pub fn new(membership: Arc<Membership>, transport: Arc<Transport>, secret: &[u8; 32], body_limit: u64) -> Self {
+        let me = membership.node().to_owned();
+        Self {
+            signer: Signer::new(&me, secret),
+            me,
+            membership,
+            transport,
+            hints: moka::sync::Cache::builder().max_capacity(HINTS).time_to_idle(HINT_IDLE).build(),
+            body_limit,
+        }
+    }
+
+    /// The hop's request: the actor's request with the envelope's head,
+    /// signed at `now_ms`.
+    fn hop(&self, envelope: &Envelope, request: Request, now_ms: u64) -> Result<http::Request<Full<Bytes>>, String> {
+        let method = Method::from_bytes(request.method.as_bytes()).map_err(|e| e.to_string())?;
+        let path: PathAndQuery = request.path.parse().map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        let mut headers = head::to_head(envelope, Instant::now());
+        for (name, value) in &request.headers {
+            if is_reserved(name) {
+                continue;
+            }
+            let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(value))
+            else {
+                continue;
+            };
+            headers.append(name, value);
+        }
+        self.signer
+            .sign(&method, &path, &body_sha256(&request.body), &mut headers, &CALL_NAMES, now_ms)
+            .map_err(|e| e.to_string())?;
+        let mut hop = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Full::new(Bytes::from(request.body)))
+            .map_err(|e| e.to_string())?;
+        *hop.headers_mut() = headers;
+        Ok(hop)
+    }
+
+    async fn carry(&self, owner: String, envelope: Envelope, request: Request) -> Result<Response, HopFailure> {
+        let mut now = unix_ms();
+        if self.membership.live(&owner, now).is_none() {
+            // The store named it: it may have started since the last read.
+            if let Err(e) = self.membership.refresh().await {
+                tracing::warn!(error = %e, "the heartbeats could not be read");
+            }
+            now = unix_ms();
+        }
+        let peer = self
+            .membership
+            .live(&owner, now)
+            .ok_or_else(|| HopFailure::Unreachable(format!("node {owner} is not alive")))?;
+        let addr: SocketAddr = peer
+            .cluster_addr
+            .parse()
+            .map_err(|_| HopFailure::Unreachable(format!("node {owner}'s cluster address {:?}", peer.cluster_addr)))?;
+        let hop = self.hop(&envelope, request, now).map_err(|e| HopFailure::Answer(bad_request(e)))?;
+        let answer =
+            self.transport.request(&owner, addr, hop).await.map_err(|e| HopFailure::Unreachable(e.to_string()))?;
+        if let Some(error) = answer.headers().get(ERROR) {
+            let decoded = error.to_str().ok().map(hop_answer::decode);
+            return Err(match decoded {
+                Some(Ok(EventError::Refused(Refusal::Elsewhere { owner }))) => HopFailure::Elsewhere(owner),
+                Some(Ok(error)) => HopFailure::Answer(error),
+                _ => {
+                    tracing::warn!(%owner, "a peer answered an error this node cannot read");
+                    HopFailure::Answer(EventError::Trapped)
+                }
+            });
+        }
+        let status = answer.status().as_u16();
+        let mut headers: Vec<(String, Vec<u8>)> =
+            answer.headers().iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect();
+        head::strip_pairs(&mut headers);
+        let body = Limited::new(answer.into_body(), self.body_limit as usize)
+            .collect()
+            .await
+            .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
+                Ok(_) => HopFailure::Answer(EventError::AnswerTooLarge(self.body_limit)),
+                Err(e) => HopFailure::Unreachable(format!("node {owner}'s answer broke off: {e}")),
+            })?
+            .to_bytes();
+        Ok(Response { status, headers, body: body.to_vec() })
+    }
+}
+
+/// A request this node cannot put on the wire (a guest's method or path
+/// that is not HTTP): the guest's own mistake, as a failed event.
+fn bad_request(why: String) -> EventError {
+    tracing::info!("a request could not be carried to its owner: {why}");
+    EventError::InvalidResponse
+}
+
+impl Remote for Peers {
+    fn dead_before_ms(&self) -> u64 {
+        self.membership.dead_before_ms(unix_ms())
+    }
+
+    fn is_alive(&self, node: &str) -> bool {
+        self.membership.live(node, unix_ms()).is_some()
+    }
+
+    fn hint(&self, actor: &MailboxKey) -> Option<String> {
+        self.hints.get(actor).filter(|owner| *owner != self.me && self.is_alive(owner))
+    }
+
+    fn note(&self, actor: &MailboxKey, owner: Option<&str>) {
+        match owner {
+            Some(owner) if owner != self.me => self.hints.insert(actor.clone(), owner.to_owned()),
+            _ => self.hints.invalidate(actor),
+        }
+    }
+
+    fn request(
+        &self,
+        owner: String,
+        envelope: Envelope,
+        request: Request,
+    ) -> Answering<'_, Result<Response, HopFailure>> {
+        Box::pin(self.carry(owner, envelope, request))
+    }
+}
