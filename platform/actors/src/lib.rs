@@ -447,6 +447,12 @@ impl Node {
         Ok(())
     }
 
+    /// The number of `app`'s version this node runs, if it has the app and
+    /// one is active.
+    pub fn active_version(&self, app: AppId) -> Option<i64> {
+        self.0.app(app)?.active().map(|v| v.number)
+    }
+
     /// Deletes an app: its sockets close, its events are refused from now
     /// on, and its versions, values, actors and their storage leave the store.
     pub async fn delete_app(&self, app: AppId) -> Result<(), DeployFailure> {

@@ -140,6 +140,90 @@ async fn open_store(url: Option<&str>, data: &Path) -> Result<Arc<dyn Store>, St
     })
 }
 
+/// Makes this node one of a cluster: its QUIC port answers other nodes'
+/// signed hops, its heartbeat goes into the store every second, events for
+/// actors other nodes own go to them, and the apps the others deploy are
+/// loaded here too. Answers the node and its readiness.
+async fn join_cluster(
+    config: NodeConfig,
+    store: Arc<dyn Store>,
+    dir: &ClusterDir,
+    listen: std::net::SocketAddr,
+    advertise: Option<std::net::SocketAddr>,
+    public_addr: std::net::SocketAddr,
+    wait: Duration,
+) -> Result<(Node, wasmkeep_telemetry::Readiness), String> {
+    use wasmkeep_cluster::membership::{Load, Membership, unix_ms};
+    use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
+    let transport = Arc::new(wasmkeep_cluster::transport::Transport::bind(listen, dir)?);
+    let pool = u64::from(config.limits.pool_instances);
+    let body_limit = config.limits.body_bytes;
+    let node_cell: Arc<std::sync::OnceLock<Node>> = Arc::new(std::sync::OnceLock::new());
+    let me = Heartbeat {
+        node: dir.node.to_string(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        public_addr: public_addr.to_string(),
+        cluster_addr: advertise.unwrap_or_else(|| transport.local_addr()).to_string(),
+        started_ms: unix_ms(),
+        sent_ms: unix_ms(),
+        state: NodeState::Serving,
+        resident: 0,
+        pool,
+        sockets: 0,
+        // Relayed upgrades and hand-offs are not taken yet: no `handoff`.
+        capabilities: Capabilities { take: true, front: true, handoff: false },
+    };
+    let loaded = node_cell.clone();
+    let load = move || Load { resident: loaded.get().map_or(0, |n| n.resident_actors() as u64), pool, sockets: 0 };
+    let membership = Arc::new(Membership::new(store.clone(), me, wait, load));
+    let peers =
+        Arc::new(wasmkeep_cluster::peers::Peers::new(membership.clone(), transport.clone(), &dir.secret, body_limit));
+    let node = Node::in_cluster(config, store.clone(), peers).map_err(|e| format!("starting the node: {e}"))?;
+    let _ = node_cell.set(node.clone());
+    let verifier = Arc::new(wasmkeep_cluster::signing::Verifier::new(&dir.secret));
+    let hops = wasmkeep_cluster::hop_server::HopServer::new(node.clone(), verifier);
+    let serving = transport.clone();
+    tokio::spawn(async move {
+        serving
+            .serve(hyper::service::service_fn(move |req| {
+                let hops = hops.clone();
+                async move { Ok::<_, std::convert::Infallible>(hops.answer(req).await) }
+            }))
+            .await
+    });
+    membership.beat(unix_ms()).await.map_err(|e| format!("the first heartbeat: {e}"))?;
+    membership.run();
+    tokio::spawn(follow_apps(node.clone(), store));
+    eprintln!("wasmkeep: node {} of a cluster, hops on {} (UDP)", dir.node, transport.local_addr());
+    let ready = membership.clone();
+    Ok((node, Arc::new(move || ready.is_ready(unix_ms()))))
+}
+
+/// Loads, every second, the apps and versions other nodes activated.
+async fn follow_apps(node: Node, store: Arc<dyn Store>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let apps = match store.all_apps().await {
+            Ok(apps) => apps,
+            Err(e) => {
+                tracing::warn!(error = %e, "the apps could not be read");
+                continue;
+            }
+        };
+        for app in apps {
+            if app.active.is_none() || node.active_version(app.id) == app.active {
+                continue;
+            }
+            let (Ok(tenant), Ok(name)) = (TenantId::parse(&app.tenant), AppName::parse(&app.name)) else { continue };
+            let reference = AppRef { id: app.id, tenant, name };
+            if let Err(e) = node.restore(reference).await {
+                tracing::warn!(app = %app.name, error = %e, "an app another node activated could not be loaded");
+            }
+        }
+    }
+}
+
 /// Brings the store's tenants (plans, suspensions) and apps onto the node.
 async fn restore(node: &Node, store: &dyn Store, plans: &Plans) -> Result<usize, String> {
     for tenant in store.tenants().await.map_err(|e| e.to_string())? {
@@ -185,12 +269,6 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     }
     let tls = cfg.tls()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    if cfg.cluster.cluster_listen.is_some() {
-        return Err(
-            "--cluster-listen: this build runs one node per store; the cluster's QUIC transport is not in it yet"
-                .into(),
-        );
-    }
     let data = data_dir(&cfg.data)?;
     let node_id = match &cfg.cluster.node_id {
         Some(id) => NodeId::parse(id)?,
@@ -209,29 +287,36 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let store = open_store(cfg.cluster.store.as_deref(), &data).await?;
     let token_path = operator_token(&*store, &pepper, &secrets).await?;
 
-    let node = Node::new(
-        NodeConfig {
-            id: node_id.to_string(),
-            limits,
-            cache_dir: Some(data.join("cache")),
-            egress: EgressPolicy::Public { allowed_hosts: None },
-            values: Arc::new(value_key),
-            egress_roots,
-        },
-        store.clone(),
-    )
-    .map_err(|e| format!("starting the node: {e}"))?;
-    let apps = restore(&node, &*store, &plans).await?;
-
     let public =
         tokio::net::TcpListener::bind(cfg.listen).await.map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     let public_addr = public.local_addr().map_err(|e| e.to_string())?;
+    let config = NodeConfig {
+        id: node_id.to_string(),
+        limits,
+        cache_dir: Some(data.join("cache")),
+        egress: EgressPolicy::Public { allowed_hosts: None },
+        values: Arc::new(value_key),
+        egress_roots,
+    };
+    let (node, ready) = match (&secrets, cfg.cluster.cluster_listen) {
+        (Secrets::Cluster(_, dir), Some(listen)) => {
+            let advertise = cfg.cluster.cluster_advertise;
+            let wait = Duration::from_secs(cfg.cluster.failover_wait_secs);
+            join_cluster(config, store.clone(), dir, listen, advertise, public_addr, wait).await?
+        }
+        _ => {
+            let node = Node::new(config, store.clone()).map_err(|e| format!("starting the node: {e}"))?;
+            (node, wasmkeep_telemetry::always_ready())
+        }
+    };
+    let apps = restore(&node, &*store, &plans).await?;
+
     let api = tokio::net::TcpListener::bind(cfg.api_listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
     let api_addr = api.local_addr().map_err(|e| e.to_string())?;
     if let Some(addr) = cfg.metrics_listen {
-        crate::config::serve_metrics(&node, addr, wasmkeep_telemetry::always_ready()).await?;
+        crate::config::serve_metrics(&node, addr, ready).await?;
     }
 
     let service = Arc::new(Service {

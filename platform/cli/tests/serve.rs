@@ -1465,3 +1465,62 @@ async fn a_tenant_holding_its_share_of_front_slots_does_not_queue_ahead_of_anoth
     let refused: Vec<u16> = futures_util::future::join_all(more).await.into_iter().map(|r| r.unwrap()).collect();
     assert!(refused.iter().all(|s| *s == 503), "{refused:?}");
 }
+
+#[tokio::test]
+async fn two_nodes_of_a_cluster_serve_one_counter_in_order_and_load_each_others_deploys() {
+    let url = wasmkeep_storage::test_postgres::server().database().await;
+    let cluster = tempfile::tempdir().unwrap();
+    let init = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        .args(["cluster", "init"])
+        .arg(cluster.path())
+        .args(["--nodes", "a,b"])
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let dir = cluster.path().display().to_string();
+    let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let node = |id: &'static str| {
+        vec![
+            "--store".to_owned(),
+            url.clone(),
+            "--node-id".into(),
+            id.into(),
+            "--cluster-dir".into(),
+            dir.clone(),
+            "--cluster-listen".into(),
+            "127.0.0.1:0".into(),
+            "--metrics-listen".into(),
+            "127.0.0.1:0".into(),
+        ]
+    };
+    let (flags_a, flags_b) = (node("a"), node("b"));
+    let a = Serve::start(data_a.path(), &flags_a.iter().map(String::as_str).collect::<Vec<_>>());
+    let b = Serve::start(data_b.path(), &flags_b.iter().map(String::as_str).collect::<Vec<_>>());
+    // Signed up and deployed through a; b loads the app within a second or so.
+    let t = signup(&a, "acme").await;
+    deploy(&a, &t, "shop").await;
+    let host = "shop.acme.localhost";
+    let mut loaded = false;
+    for _ in 0..50 {
+        if b.public(host, "/actor/probe/warm/peek").await.0 == 200 {
+            loaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(loaded, "b never loaded the app a deployed");
+    // The counter through both public ports in turn: one owner, in order.
+    for n in 1..=10 {
+        let via = if n % 2 == 1 { &a } else { &b };
+        assert_eq!(count(via, host, "c").await, n);
+    }
+    let forwarded = a.metric("wasmkeep_forwards_total{kind=\"request\"} ").await
+        + b.metric("wasmkeep_forwards_total{kind=\"request\"} ").await;
+    assert_eq!(forwarded, 5.0, "one node carried the other's half");
+    // Both are ready; the API of either knows the tenant.
+    for s in [&a, &b] {
+        let ready = reqwest::get(s.metrics.as_ref().unwrap().replace("/metrics", "/readyz")).await.unwrap();
+        assert_eq!(ready.status().as_u16(), 200);
+    }
+    assert_eq!(b.api("GET", "/v1/apps", Some(&t), None).await.1["apps"][0]["app"], "shop");
+}
