@@ -5,7 +5,7 @@
 //! carry a forged head are refused on the cluster port.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -113,6 +113,13 @@ async fn a_counter_through_two_nodes_over_quic_counts_in_order_on_one_owner() {
     }
     assert_eq!(forwards(&m[0]), "wasmkeep_forwards_total{kind=\"request\"} 5");
     assert_eq!(forwards(&m[1]), "wasmkeep_forwards_total{kind=\"request\"} 0");
+    // The owner's failure crosses the hop as what it is: the event trapped
+    // there (its write rolled back), not an answer of the actor's.
+    let trap = Request { method: "GET".into(), path: "/trap-after-write".into(), headers: vec![], body: vec![] };
+    let target = RawAddress::split("probe/c").unwrap();
+    let e = m[0].node.request_to(app, target, Origin::Outside, trap).await.unwrap_err();
+    assert_eq!(e, wasmkeep_core::EventError::Trapped);
+    assert_eq!(count(&m[0], app, "c").await, 11);
 }
 
 /// A raw hop from `from` to node `to`'s cluster port; its status and body.
@@ -166,7 +173,14 @@ async fn the_cluster_port_believes_only_signed_fresh_unspent_hops() {
     let mut marked = signed(&secret, call_head("t/app"), "/count", unix_ms());
     marked.insert("x-wasmkeep-upgrade", "websocket".parse().unwrap());
     assert_eq!(hop(a, b, "b", marked, "/count").await.0, 403);
+    // A relay's signature (the mark signed) on a request that is not an
+    // upgrade: never read as a call (seed 0027).
+    let mut relay = call_head("t/app");
+    relay.insert("x-wasmkeep-upgrade", "websocket".parse().unwrap());
+    let pq = http::uri::PathAndQuery::from_static("/count");
+    let names = wasmkeep_core::signature::RELAY_NAMES;
+    Signer::new("a", &secret).sign(&http::Method::GET, &pq, &body_sha256(b""), &mut relay, &names, unix_ms()).unwrap();
+    assert_eq!(hop(a, b, "b", relay, "/count").await.0, 403);
     // Signed, for an app this cluster does not have: 404, as for a client.
     assert_eq!(hop(a, b, "b", signed(&secret, call_head("t/none"), "/count", unix_ms()), "/count").await.0, 404);
-    let _ = Instant::now();
 }
