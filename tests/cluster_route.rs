@@ -30,6 +30,8 @@ struct Direct {
     beats: Arc<Mutex<HashMap<String, u64>>>,
     reachable: Arc<Mutex<HashSet<String>>>,
     hints: Mutex<HashMap<MailboxKey, String>>,
+    /// This node's tenure, as the test says.
+    tenures: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl Remote for Direct {
@@ -39,6 +41,10 @@ impl Remote for Direct {
 
     fn is_alive(&self, node: &str) -> bool {
         self.beats.lock().unwrap().get(node).is_some_and(|sent| *sent >= self.dead_before_ms())
+    }
+
+    fn tenure(&self) -> u64 {
+        self.tenures.lock().unwrap().get(&self.me).copied().unwrap_or(0)
     }
 
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
@@ -79,6 +85,7 @@ struct Cluster {
     nodes: Arc<Mutex<HashMap<String, Node>>>,
     beats: Arc<Mutex<HashMap<String, u64>>>,
     reachable: Arc<Mutex<HashSet<String>>>,
+    tenures: Arc<Mutex<HashMap<String, u64>>>,
     app: AppId,
 }
 
@@ -88,6 +95,7 @@ impl Cluster {
         let store = Arc::new(PostgresStore::connect(&url, 8).await.unwrap());
         let nodes = Arc::new(Mutex::new(HashMap::new()));
         let (beats, reachable) = (Arc::new(Mutex::new(HashMap::new())), Arc::new(Mutex::new(HashSet::new())));
+        let tenures = Arc::new(Mutex::new(HashMap::new()));
         let values = Arc::new(wasmkeep_storage::ValueKey::generate());
         let mut app = None;
         for name in names {
@@ -97,6 +105,7 @@ impl Cluster {
                 beats: beats.clone(),
                 reachable: reachable.clone(),
                 hints: Mutex::new(HashMap::new()),
+                tenures: tenures.clone(),
             });
             let config = NodeConfig {
                 id: name.to_string(),
@@ -116,7 +125,7 @@ impl Cluster {
             nodes.lock().unwrap().insert(name.to_string(), node);
             reachable.lock().unwrap().insert(name.to_string());
         }
-        let c = Self { store, nodes, beats, reachable, app: app.unwrap() };
+        let c = Self { store, nodes, beats, reachable, tenures, app: app.unwrap() };
         for name in names {
             c.beat(name, now_ms()).await;
         }
@@ -194,4 +203,24 @@ async fn an_owner_that_died_is_waited_for_then_its_actor_is_taken_with_nothing_l
     let key = wasmkeep_core::ActorKey { app: c.app, address: wasmkeep_core::Address::parse("probe/y").unwrap() };
     assert_eq!(c.store.owner(&key).await.unwrap().as_deref(), Some("b"));
     assert_eq!(c.count("b", "y").await.unwrap(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_back_from_the_dead_takes_its_actors_afresh_and_finds_them_elsewhere() {
+    let c = Cluster::start(&["a", "b"]).await;
+    // a owns z and keeps it resident.
+    assert_eq!(c.count("a", "z").await.unwrap(), 1);
+    assert_eq!(c.count("a", "z").await.unwrap(), 2);
+    // a is paused past the failover wait: b takes z and counts on.
+    c.reachable.lock().unwrap().remove("a");
+    c.beat("a", now_ms() - WAIT.as_millis() as u64 - 1).await;
+    assert_eq!(c.count("b", "z").await.unwrap(), 3);
+    // a comes back; it finds it was silent too long (its tenure grows):
+    // its resident z and its epoch are not trusted; the event is taken
+    // afresh, found b's, and carried there.
+    c.reachable.lock().unwrap().insert("a".into());
+    c.beat("a", now_ms()).await;
+    c.tenures.lock().unwrap().insert("a".into(), 1);
+    assert_eq!(c.count("a", "z").await.unwrap(), 4);
+    assert_eq!(c.count("b", "z").await.unwrap(), 5);
 }

@@ -19,8 +19,10 @@ use crate::event::{Event, EventKind, SocketEvent, from_failure};
 use crate::residence::Residence;
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
-    // An actor this node woke before wakes again without a store write.
-    let mut residence = Residence { epoch: node.owned.take(&key), ..Residence::default() };
+    // An actor this node woke before wakes again without a store write
+    // (its epoch kept under the tenure read first: a later one finds it old).
+    let tenure = node.tenure.load(std::sync::atomic::Ordering::Acquire);
+    let mut residence = Residence { epoch: node.owned.take(&key), tenure, ..Residence::default() };
     loop {
         // An actor holding nothing has nothing to keep: it retires as soon
         // as its queue is empty. A resident one waits its idle time.
@@ -61,7 +63,8 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                 // The epoch is kept before a new task for the actor can
                 // start and look for it.
                 let keep = || {
-                    if let Some(epoch) = residence.epoch {
+                    let current = node.tenure.load(std::sync::atomic::Ordering::Acquire);
+                    if let Some(epoch) = residence.epoch.filter(|_| residence.tenure == current) {
                         node.owned.keep(&key, epoch);
                     }
                 };

@@ -110,6 +110,14 @@ pub(crate) async fn admit(
     // Existence: a resident actor exists; otherwise the store answers.
     let actor = ActorKey { app: app.id(), address: Address::new(class.name.clone(), wake.name) };
     let tenant = node.tenant(&envelope.app);
+    // An epoch of an older tenure may be another node's now: taken afresh,
+    // and the instance (whose memory may hold what that node changed) goes.
+    let tenure = node.current_tenure();
+    if residence.tenure != tenure {
+        residence.epoch = None;
+        residence.instance = None;
+        residence.tenure = tenure;
+    }
     let epoch = match residence.epoch {
         Some(epoch) => epoch,
         None => *residence.epoch.insert(wake_or_create(node, &actor, wake.create, tenant.as_deref()).await?),

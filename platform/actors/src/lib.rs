@@ -189,6 +189,8 @@ pub(crate) struct NodeInner {
     pub sockets: Registry<MailboxKey, sockets::SocketOwner>,
     /// The owner epochs of actors this node woke and that hibernated since.
     pub owned: residence::Owned,
+    /// The tenure the kept epochs belong to (`Remote::tenure`).
+    pub tenure: std::sync::atomic::AtomicU64,
     /// When actors this node ran last had an event.
     pub last_events: residence::LastEvents,
     /// Resident actors waiting for an event, per tenant with a plan.
@@ -196,6 +198,19 @@ pub(crate) struct NodeInner {
 }
 
 impl NodeInner {
+    /// This node's tenure now; when it grew, the kept epochs (of the older
+    /// one) are forgotten first.
+    pub(crate) fn current_tenure(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        let Some(remote) = &self.remote else { return 0 };
+        let now = remote.tenure();
+        if self.tenure.fetch_max(now, Ordering::AcqRel) < now {
+            tracing::warn!("this node may have been declared dead: its actors are taken afresh");
+            self.owned.clear();
+        }
+        now
+    }
+
     pub(crate) fn app(&self, id: AppId) -> Option<Arc<App>> {
         self.apps.read().unwrap_or_else(|p| p.into_inner()).get(id)
     }
@@ -324,6 +339,7 @@ impl Node {
             }),
             mailboxes: Mailboxes::new(config.limits.queue_per_actor as usize),
             owned: residence::Owned::default(),
+            tenure: std::sync::atomic::AtomicU64::new(0),
             last_events: residence::LastEvents::default(),
             idle: IdleActors::default(),
             limits: Arc::new(config.limits),

@@ -55,6 +55,14 @@ pub trait Remote: Send + Sync + 'static {
     fn hint(&self, actor: &MailboxKey) -> Option<String>;
     /// Notes who owns `actor` (`None`: this node, or none known).
     fn note(&self, actor: &MailboxKey, owner: Option<&str>);
+    /// This node's tenure: it grows each time the node finds it may have
+    /// been declared dead (its own heartbeat went unwritten for the
+    /// failover wait: paused, cut off from the store). Owner epochs taken
+    /// under an older tenure are dropped before the next event, which takes
+    /// its actor afresh: another node may own it now.
+    fn tenure(&self) -> u64 {
+        0
+    }
     /// Carries a request event to node `owner`, signed; answers its
     /// actor's response.
     fn request(

@@ -36,6 +36,9 @@ pub(crate) struct Residence {
     /// until that is durable (and no longer: another actor's writes are not
     /// its to wait for).
     pub written: wasmkeep_storage::WriteMark,
+    /// The node's tenure (in a cluster) its epoch was taken under: an epoch
+    /// of an older tenure is not trusted (see `Remote::tenure`).
+    pub tenure: u64,
 }
 
 /// When actors this node ran last had an event (unix seconds), for the
@@ -120,6 +123,11 @@ impl Owned {
     /// The epoch a hibernated actor held, taken back as it wakes.
     pub(crate) fn take(&self, key: &MailboxKey) -> Option<Epoch> {
         self.lock().epochs.remove(key).map(|(epoch, _)| epoch)
+    }
+
+    /// Forgets every kept epoch (the node may have been declared dead).
+    pub(crate) fn clear(&self) {
+        *self.lock() = Kept::default();
     }
 
     /// Keeps the epoch of an actor going to sleep.

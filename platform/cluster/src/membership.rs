@@ -42,6 +42,10 @@ pub struct Membership {
     draining: AtomicBool,
     /// When this node's heartbeat was last written (unix ms; 0: never).
     written_ms: AtomicU64,
+    /// How many times this node found its heartbeat unwritten for the
+    /// failover wait, and the last write it found that after.
+    tenure: AtomicU64,
+    stale_after: AtomicU64,
     /// Every node's last heartbeat, as last read (this node's included).
     view: RwLock<BTreeMap<String, Heartbeat>>,
     load: Box<dyn Fn() -> Load + Send + Sync>,
@@ -62,6 +66,8 @@ impl Membership {
             wait,
             draining: AtomicBool::new(false),
             written_ms: AtomicU64::new(0),
+            tenure: AtomicU64::new(0),
+            stale_after: AtomicU64::new(0),
             view: RwLock::new(BTreeMap::new()),
             load: Box::new(load),
         }
@@ -138,6 +144,19 @@ impl Membership {
         written != 0 && now_ms.saturating_sub(written) <= current && !self.draining.load(Ordering::Relaxed)
     }
 
+    /// This node's tenure at `now_ms`: it grows, once per silence, when its
+    /// own heartbeat has gone unwritten longer than the failover wait (it
+    /// was paused, or cut off from the store): the others may have taken
+    /// its actors meanwhile.
+    pub fn tenure(&self, now_ms: u64) -> u64 {
+        let written = self.written_ms.load(Ordering::Acquire);
+        let silent = written != 0 && now_ms.saturating_sub(written) > self.wait.as_millis() as u64;
+        if silent && self.stale_after.swap(written, Ordering::AcqRel) != written {
+            return self.tenure.fetch_add(1, Ordering::AcqRel) + 1;
+        }
+        self.tenure.load(Ordering::Acquire)
+    }
+
     /// From now on the heartbeat says `draining` and no longer `take`.
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
@@ -186,6 +205,19 @@ mod tests {
             sockets: 0,
             capabilities: Capabilities::OURS,
         }
+    }
+
+    #[tokio::test]
+    async fn the_tenure_grows_once_per_silence_longer_than_the_wait() {
+        let m = members(&["a"]).await;
+        assert_eq!(m[0].tenure(T0), 0, "never written: nothing to doubt");
+        m[0].beat(T0).await.unwrap();
+        assert_eq!(m[0].tenure(T0 + 10_000), 0);
+        assert_eq!(m[0].tenure(T0 + 10_001), 1);
+        assert_eq!(m[0].tenure(T0 + 20_000), 1, "one silence, one step");
+        m[0].beat(T0 + 20_000).await.unwrap();
+        assert_eq!(m[0].tenure(T0 + 20_500), 1);
+        assert_eq!(m[0].tenure(T0 + 40_000), 2);
     }
 
     async fn members(names: &[&str]) -> Vec<Arc<Membership>> {

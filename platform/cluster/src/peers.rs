@@ -139,6 +139,10 @@ impl Remote for Peers {
         self.membership.live(node, unix_ms()).is_some()
     }
 
+    fn tenure(&self) -> u64 {
+        self.membership.tenure(unix_ms())
+    }
+
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
         self.hints.get(actor).filter(|owner| *owner != self.me && self.is_alive(owner))
     }
