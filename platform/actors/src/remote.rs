@@ -133,30 +133,17 @@ impl ClusterRouter {
 
 impl Router for ClusterRouter {
     fn post(&self, envelope: Envelope, event: EventKind) -> Answering<'_, Result<(), Refusal>> {
-        let key = envelope.mailbox();
-        let here = self.node.upgrade().is_some_and(|n| n.mailboxes.contains(&key));
-        match (event, self.remote.hint(&key)) {
-            (EventKind::Request { request, reply }, Some(owner)) if !here => {
-                let remote = self.remote.clone();
-                let local = LocalRouter { node: self.node.clone() };
-                let Some(metrics) = self.node.upgrade().map(|n| n.metrics.clone()) else {
-                    return Box::pin(std::future::ready(Err(Refusal::Overloaded)));
-                };
-                // The post returns at once, as a local one does; the answer
-                // comes on the reply.
-                tokio::spawn(async move {
-                    match ClusterRouter::carry(&*remote, &metrics, owner, &envelope, request.clone()).await {
-                        Some(answer) => {
-                            let _ = reply.send(answer);
-                        }
-                        None => {
-                            if let Err(refusal) = local.post_forwarded(envelope, EventKind::Request { request, reply })
-                            {
-                                tracing::debug!("an event taken back could not be queued: {refusal}");
-                            }
-                        }
-                    }
-                });
+        let Some(node) = self.node.upgrade() else { return self.local.post(envelope, event) };
+        // An actor awake here is this node's: no hint is asked.
+        let elsewhere = match &event {
+            EventKind::Request { .. } if !node.mailboxes.contains(&envelope.mailbox()) => {
+                self.remote.hint(&envelope.mailbox())
+            }
+            _ => None,
+        };
+        match (event, elsewhere) {
+            (EventKind::Request { request, reply }, Some(owner)) => {
+                hand_on(&node, self.remote.clone(), owner, envelope, request, reply);
                 Box::pin(std::future::ready(Ok(())))
             }
             (event, _) => self.local.post(envelope, event),
@@ -164,9 +151,10 @@ impl Router for ClusterRouter {
     }
 }
 
-/// Hands a request event the actor's task found owned by `owner` on to
-/// it, replying with its answer; an event to run here after all is queued
-/// again (behind what arrived since).
+/// Hands a request event on to `owner` (the hints' guess, or the store's
+/// answer to the actor's task), replying with its answer when it comes;
+/// an event to run here after all is queued again (behind what arrived
+/// since) and never handed on twice. Returns at once.
 pub(crate) fn hand_on(
     node: &std::sync::Arc<NodeInner>,
     remote: std::sync::Arc<dyn Remote>,
@@ -183,7 +171,9 @@ pub(crate) fn hand_on(
                 let _ = reply.send(answer);
             }
             None => {
-                let _ = local.post_forwarded(envelope, EventKind::Request { request, reply });
+                if let Err(refusal) = local.post_forwarded(envelope, EventKind::Request { request, reply }) {
+                    tracing::debug!("an event taken back could not be queued: {refusal}");
+                }
             }
         }
     });

@@ -173,13 +173,16 @@ pub fn init(dir: &Path, nodes: &[NodeId]) -> Result<Vec<NodeId>, String> {
     Ok(added)
 }
 
-fn pem_der(path: &Path, label: &str) -> Result<Vec<u8>, String> {
+fn cert_der(path: &Path) -> Result<Vec<u8>, String> {
     use rustls::pki_types::pem::PemObject;
-    match label {
-        "CERTIFICATE" => rustls::pki_types::CertificateDer::from_pem_file(path).map(|c| c.to_vec()),
-        _ => rustls::pki_types::PrivatePkcs8KeyDer::from_pem_file(path).map(|k| k.secret_pkcs8_der().to_vec()),
-    }
-    .map_err(|e| format!("{}: {e}", path.display()))
+    let cert = rustls::pki_types::CertificateDer::from_pem_file(path);
+    cert.map(|c| c.to_vec()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn key_der(path: &Path) -> Result<Vec<u8>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from_pem_file(path);
+    key.map(|k| k.secret_pkcs8_der().to_vec()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 impl ClusterDir {
@@ -199,9 +202,9 @@ impl ClusterDir {
         check_private(&dir.join("operator-token"))?;
         Ok(Self {
             node: node.clone(),
-            ca: pem_der(&dir.join("ca.pem"), "CERTIFICATE")?,
-            cert: pem_der(&cert_path, "CERTIFICATE")?,
-            key: pem_der(&key_path, "PRIVATE KEY")?,
+            ca: cert_der(&dir.join("ca.pem"))?,
+            cert: cert_der(&cert_path)?,
+            key: key_der(&key_path)?,
             secret: read_secret(&dir.join("secret"))?,
             pepper: read_secret(&dir.join("pepper"))?,
             value_key: read_secret(&dir.join("value-key"))?,

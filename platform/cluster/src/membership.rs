@@ -172,6 +172,13 @@ impl Membership {
         view.get(node).filter(|h| h.is_live(now_ms, self.wait)).cloned()
     }
 
+    /// Whether node `node` is alive at `now_ms` (no copy of its heartbeat:
+    /// asked for every event routed by a hint).
+    pub fn is_alive(&self, node: &str, now_ms: u64) -> bool {
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.get(node).is_some_and(|h| h.is_live(now_ms, self.wait))
+    }
+
     /// Every node alive at `now_ms`, by id.
     pub fn alive(&self, now_ms: u64) -> Vec<Heartbeat> {
         let view = self.view.read().unwrap_or_else(|p| p.into_inner());

@@ -78,7 +78,7 @@ impl Peers {
 
     async fn carry(&self, owner: String, envelope: Envelope, request: Request) -> Result<Response, HopFailure> {
         let mut now = unix_ms();
-        if self.membership.live(&owner, now).is_none() {
+        if !self.membership.is_alive(&owner, now) {
             // The store named it: it may have started since the last read.
             if let Err(e) = self.membership.refresh().await {
                 tracing::warn!(error = %e, "the heartbeats could not be read");
@@ -136,7 +136,7 @@ impl Remote for Peers {
     }
 
     fn is_alive(&self, node: &str) -> bool {
-        self.membership.live(node, unix_ms()).is_some()
+        self.membership.is_alive(node, unix_ms())
     }
 
     fn tenure(&self) -> u64 {

@@ -510,14 +510,13 @@ impl ActorStore for PostgresStore {
         run!(self, |c| {
             let rows = c
                 .query(
-                    "SELECT a.class, a.name, a.owner,
-                            (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
-                            a.bytes
-                     FROM actors a
-                     WHERE a.app = $1 AND a.state = 'live' AND ($2::TEXT IS NULL OR a.class = $2)
-                       AND a.name >= $3 AND a.name < $4
-                       AND (a.class > $5 OR (a.class = $5 AND a.name > $6))
-                     ORDER BY a.class, a.name LIMIT $7",
+                    &format!(
+                        "{ACTOR_COLUMNS}
+                         WHERE a.app = $1 AND a.state = 'live' AND ($2::TEXT IS NULL OR a.class = $2)
+                           AND a.name >= $3 AND a.name < $4
+                           AND (a.class > $5 OR (a.class = $5 AND a.name > $6))
+                         ORDER BY a.class, a.name LIMIT $7"
+                    ),
                     &[&app.0, &class, &prefix, &end, &after_class, &after_name, &limit],
                 )
                 .await?;
@@ -530,10 +529,7 @@ impl ActorStore for PostgresStore {
         run!(self, |c| {
             let row = c
                 .query_opt(
-                    "SELECT a.class, a.name, a.owner,
-                            (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
-                            a.bytes
-                     FROM actors a WHERE a.app = $1 AND a.class = $2 AND a.name = $3 AND a.state = 'live'",
+                    &format!("{ACTOR_COLUMNS} WHERE a.app = $1 AND a.class = $2 AND a.name = $3 AND a.state = 'live'"),
                     &[&app, &class, &name],
                 )
                 .await?;
@@ -634,6 +630,12 @@ impl ClusterStore for PostgresStore {
         rows.iter().map(|r| actor_key(r.get(0), r.get(1), r.get(2))).collect()
     }
 }
+
+/// An actor as the control plane lists it: what `actor_record` reads.
+const ACTOR_COLUMNS: &str = "SELECT a.class, a.name, a.owner,
+        (SELECT COUNT(*) FROM kv WHERE kv.app = a.app AND kv.class = a.class AND kv.name = a.name),
+        a.bytes
+    FROM actors a";
 
 fn actor_record(r: &Row) -> ActorRecord {
     let count = |i: usize| r.get::<_, i64>(i).max(0) as u64;
