@@ -1,94 +1,19 @@
-//! Two nodes of a cluster in this process, as `serve` wires them: one
-//! real PostgreSQL store, each node's heartbeat in it, hops over QUIC with
-//! mutual TLS under the cluster CA, signed and checked. A counter is
-//! incremented through both; hops that are not signed, are replayed, or
-//! carry a forged head are refused on the cluster port.
+//! Nodes of a cluster in this process (`wasmkeep_tests::cluster`). A
+//! counter is incremented through both; hops that are not signed, are
+//! replayed, or carry a forged head are refused on the cluster port;
+//! sockets opened on any node live on their actor's owner, relayed (seed
+//! 0027), and forged relays are refused or served as outside upgrades.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use wasmkeep_actors::{Node, NodeConfig, Request, VersionSpec};
-use wasmkeep_cluster::cluster_dir::{self, ClusterDir, NodeId};
-use wasmkeep_cluster::hop_server::HopServer;
-use wasmkeep_cluster::membership::{Load, Membership, unix_ms};
-use wasmkeep_cluster::peers::Peers;
-use wasmkeep_cluster::signing::{Signer, Verifier, body_sha256};
-use wasmkeep_cluster::transport::Transport;
-use wasmkeep_core::egress::EgressPolicy;
-use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
+use wasmkeep_actors::Request;
+use wasmkeep_cluster::membership::unix_ms;
+use wasmkeep_cluster::signing::{Signer, body_sha256};
 use wasmkeep_core::signature::CALL_NAMES;
-use wasmkeep_core::{Access, AppId, Origin, RawAddress};
-use wasmkeep_storage::{PostgresStore, Store};
-use wasmkeep_tests::{cache_dir, class, guests, test_limits};
-
-struct Member {
-    node: Node,
-    transport: Arc<Transport>,
-    dir: ClusterDir,
-}
-
-async fn cluster(names: &[&str]) -> (tempfile::TempDir, Vec<Member>, AppId) {
-    let dir = tempfile::tempdir().unwrap();
-    let ids: Vec<NodeId> = names.iter().map(|n| NodeId::parse(n).unwrap()).collect();
-    cluster_dir::init(dir.path(), &ids).unwrap();
-    let url = wasmkeep_storage::test_postgres::server().database().await;
-    let store = Arc::new(PostgresStore::connect(&url, 8).await.unwrap());
-    let values = Arc::new(wasmkeep_storage::ValueKey::generate());
-    let (mut members, mut app) = (Vec::new(), None);
-    for id in &ids {
-        let cd = ClusterDir::load(dir.path(), id).unwrap();
-        let transport = Arc::new(Transport::bind("127.0.0.1:0".parse().unwrap(), &cd).unwrap());
-        let me = Heartbeat {
-            node: id.to_string(),
-            version: "test".into(),
-            public_addr: "127.0.0.1:1".into(),
-            cluster_addr: transport.local_addr().to_string(),
-            started_ms: unix_ms(),
-            sent_ms: unix_ms(),
-            state: NodeState::Serving,
-            resident: 0,
-            pool: 0,
-            sockets: 0,
-            capabilities: Capabilities::OURS,
-        };
-        let membership = Arc::new(Membership::new(store.clone(), me, Duration::from_secs(10), Load::default));
-        let peers = Arc::new(Peers::new(membership.clone(), transport.clone(), &cd.secret, 16 << 20));
-        let config = NodeConfig {
-            id: id.to_string(),
-            limits: test_limits(),
-            cache_dir: Some(cache_dir()),
-            egress: EgressPolicy::Open,
-            values: values.clone(),
-            egress_roots: Vec::new(),
-        };
-        let node = Node::in_cluster(config, store.clone() as Arc<dyn Store>, peers).unwrap();
-        let spec = VersionSpec {
-            front: None,
-            classes: vec![class("probe", Access::Open, &guests().probe)],
-            required_values: vec![],
-        };
-        app = Some(node.deploy("t", "app", spec).await.unwrap().app);
-        let server = HopServer::new(node.clone(), Arc::new(Verifier::new(&cd.secret)));
-        let serving = transport.clone();
-        tokio::spawn(async move {
-            serving
-                .serve(hyper::service::service_fn(move |req| {
-                    let server = server.clone();
-                    async move { Ok::<_, std::convert::Infallible>(server.answer(req).await) }
-                }))
-                .await
-        });
-        membership.run();
-        members.push((Member { node, transport, dir: cd }, membership));
-    }
-    // Everyone has read everyone's heartbeat.
-    for (_, m) in &members {
-        m.beat(unix_ms()).await.unwrap();
-    }
-    (dir, members.into_iter().map(|(m, _)| m).collect(), app.unwrap())
-}
+use wasmkeep_core::{AppId, Origin, RawAddress};
+use wasmkeep_tests::cluster::{Member, actor_get, cluster, cluster_of, forwarded, next_text, ws, ws_with};
 
 async fn count(m: &Member, app: AppId, actor: &str) -> i64 {
     let get = Request { method: "GET".into(), path: "/count".into(), headers: vec![], body: vec![] };
@@ -183,4 +108,174 @@ async fn the_cluster_port_believes_only_signed_fresh_unspent_hops() {
     assert_eq!(hop(a, b, "b", relay, "/count").await.0, 403);
     // Signed, for an app this cluster does not have: 404, as for a client.
     assert_eq!(hop(a, b, "b", signed(&secret, call_head("t/none"), "/count", unix_ms()), "/count").await.0, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_opened_on_any_node_live_on_their_actors_owner() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (_dir, m, app) = cluster(&["a", "b"]).await;
+    let (a, b) = (&m[0], &m[1]);
+    let mut on_b = ws(b, "/actor/open/room/ws?greet").await;
+    assert_eq!(next_text(&mut on_b).await, "welcome");
+    // Node a does not own the room: the open is relayed to b, the socket
+    // lives there, and a copies bytes.
+    let mut via_a = ws(a, "/actor/open/room/ws?greet").await;
+    assert_eq!(next_text(&mut via_a).await, "welcome");
+    via_a.send(Message::text("all:hello")).await.unwrap();
+    assert_eq!(next_text(&mut on_b).await, "hello");
+    assert_eq!(next_text(&mut via_a).await, "hello");
+    via_a.send(Message::binary(vec![0u8, 1, 255])).await.unwrap();
+    assert_eq!(next_text(&mut via_a).await, "binary b\"\\0\\x01\\xff\"");
+    assert_eq!((a.node.open_sockets(), b.node.open_sockets()), (0, 2));
+    assert_eq!((forwarded(a, "upgrade"), forwarded(b, "upgrade")), (1, 0));
+    // The owner's refusal crosses as it is: a 101, then 1008 and the reason.
+    let mut refused = ws(a, "/actor/open/room/refuse").await;
+    assert_eq!(next_text(&mut refused).await, "close 1008 refused by the probe at /refuse");
+    // The relayed client's close reaches the actor on its owner.
+    let bye = tokio_tungstenite::tungstenite::protocol::CloseFrame { code: 1000.into(), reason: "bye".into() };
+    via_a.close(Some(bye)).await.unwrap();
+    let closed = || async { actor_get(b, app, "open/room", "/closes").await.to_string().contains(" 1000 bye") };
+    let mut heard = false;
+    for _ in 0..50 {
+        if closed().await {
+            heard = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(heard, "the owner's actor heard the relayed socket close");
+    assert!(b.node.open_sockets() == 1, "one socket left on the owner");
+    // A room no node owns yet, opened through a: a takes it, the socket is a's.
+    let mut fresh = ws(a, "/actor/open/other/ws?greet").await;
+    assert_eq!(next_text(&mut fresh).await, "welcome");
+    assert_eq!((a.node.open_sockets(), forwarded(a, "upgrade")), (1, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_front_hands_a_socket_to_an_internal_room_owned_by_another_node() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let (_dir, m, _app) = cluster_of(&["a", "b", "c"], &["c"]).await;
+    let (a, b, c) = (&m[0], &m[1], &m[2]);
+    let enc = wasmkeep_tests::enc;
+    let mut on_b = ws(b, &format!("/ws/internal/lobby?path={}", enc("/chat?greet"))).await;
+    assert_eq!(next_text(&mut on_b).await, "welcome");
+    // Through a's front: relayed to b, signed, and believed there as the
+    // front's (an internal room takes no outside socket).
+    let mut via_a = ws(a, &format!("/ws/internal/lobby?path={}", enc("/chat2?greet"))).await;
+    assert_eq!(next_text(&mut via_a).await, "welcome");
+    via_a.send(Message::text("all:hi")).await.unwrap();
+    assert_eq!(next_text(&mut on_b).await, "hi");
+    assert_eq!(next_text(&mut via_a).await, "hi");
+    assert_eq!((a.node.open_sockets(), b.node.open_sockets()), (0, 2));
+    assert_eq!(forwarded(a, "handoff"), 1);
+    // The owner's refusal of a hand-off is the client's 403, with the reason.
+    let (status, _, body) = ws_with(a, "/ws/internal/lobby?path=/refuse", &http::HeaderMap::new()).await.unwrap_err();
+    assert_eq!((status, body.as_str()), (403, "refused by the probe at /refuse"), "as on one node");
+    assert_eq!(forwarded(a, "handoff"), 2);
+    // An owner that does not announce `handoff` is sent nothing: 503, retry.
+    let mut on_c = ws(c, "/ws/internal/hall?path=/x").await;
+    on_c.send(Message::text("echo:c")).await.unwrap();
+    assert_eq!(next_text(&mut on_c).await, "c");
+    let (status, head, _) = ws_with(a, "/ws/internal/hall?path=/y", &http::HeaderMap::new()).await.unwrap_err();
+    assert_eq!((status, head.get("retry-after").map(|v| v.to_str().unwrap())), (503, Some("1")));
+    assert_eq!((forwarded(a, "handoff"), c.node.open_sockets()), (2, 1));
+}
+
+/// A relayed open's head: the client's WebSocket headers and the app, with
+/// the front's caller and the upgrade mark when asked.
+fn relay_head(app: &str, caller: Option<&str>, mark: bool) -> http::HeaderMap {
+    let mut head = http::HeaderMap::new();
+    head.insert("upgrade", "websocket".parse().unwrap());
+    head.insert("connection", "upgrade".parse().unwrap());
+    head.insert("sec-websocket-version", "13".parse().unwrap());
+    head.insert("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==".parse().unwrap());
+    head.insert("x-wasmkeep-app", app.parse().unwrap());
+    if let Some(caller) = caller {
+        head.insert("x-wasmkeep-caller", caller.parse().unwrap());
+    }
+    if mark {
+        head.insert("x-wasmkeep-upgrade", "websocket".parse().unwrap());
+    }
+    head
+}
+
+fn sign_relay(secret: &[u8; 32], mut head: http::HeaderMap, path: &'static str, at: u64) -> http::HeaderMap {
+    let pq = http::uri::PathAndQuery::from_static(path);
+    let names: &[&str] = if head.contains_key("x-wasmkeep-upgrade") { &["x-wasmkeep-upgrade"] } else { &[] };
+    Signer::new("a", secret).sign(&http::Method::GET, &pq, &body_sha256(b""), &mut head, names, at).unwrap();
+    head
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_relays_are_refused_or_are_outside_upgrades() {
+    let (_dir, m, _app) = cluster(&["a", "b"]).await;
+    let (a, b) = (&m[0], &m[1]);
+    let secret = a.dir.secret;
+    const ROOM: &str = "/actor/internal/lobby/x";
+    let front = || relay_head("t/app", Some("t/_front/main"), true);
+    let open = |head| hop(a, b, "b", head, ROOM);
+    // On the cluster port. The front's hand-off, signed: believed, opened.
+    let good = sign_relay(&secret, front(), ROOM, unix_ms());
+    assert_eq!(open(good.clone()).await.0, 101);
+    // Replayed: not believed, so an outside upgrade, which an internal
+    // room refuses; so are one with no signature, another secret's, and
+    // one signed 31 s ago.
+    let internal = (403, "actor class is internal\n".to_owned());
+    assert_eq!(open(good).await, internal);
+    assert_eq!(open(front()).await, internal);
+    assert_eq!(open(sign_relay(&[9; 32], front(), ROOM, unix_ms())).await, internal);
+    assert_eq!(open(sign_relay(&secret, front(), ROOM, unix_ms() - 31_000)).await, internal);
+    // A valid signature without the mark, without the caller, or with
+    // another caller (an actor's, another tenant's front): refused.
+    let not_front = "a signed upgrade is the front's hand-off only, with its caller and the upgrade mark\n";
+    for head in [
+        relay_head("t/app", Some("t/_front/main"), false),
+        relay_head("t/app", None, true),
+        relay_head("t/app", None, false),
+        relay_head("t/app", Some("t/open/x"), true),
+        relay_head("t/app", Some("u/_front/main"), true),
+    ] {
+        let (status, body) = open(sign_relay(&secret, head.clone(), ROOM, unix_ms())).await;
+        assert_eq!((status, body.as_str()), (403, not_front), "{head:?}");
+    }
+    // The front's, signed, for an app this node does not have: 404.
+    let elsewhere = sign_relay(&secret, relay_head("t/none", Some("t/_front/main"), true), ROOM, unix_ms());
+    assert_eq!(open(elsewhere).await.0, 404);
+    // An outside upgrade a peer relays, unsigned, to an open room: opened.
+    let outside = relay_head("t/app", Some("t/_front/main"), true);
+    assert_eq!(hop(a, b, "b", outside.clone(), "/actor/open/lobby/x").await.0, 101);
+    // A relay is never sent on: for a room another node owns, the answer
+    // is "elsewhere", for the relaying node to follow.
+    let _on_a = ws(a, "/actor/open/mine/x").await;
+    let (status, body) = hop(a, b, "b", outside, "/actor/open/mine/x").await;
+    assert_eq!((status, body.as_str()), (503, "the actor is moving between nodes; retry\n"));
+
+    // On the public port, reading signed hops: the front's signed relay is
+    // believed; replayed or unsigned, it is a client's upgrade (its range
+    // removed), refused by the internal room.
+    let good = sign_relay(&secret, front(), ROOM, unix_ms());
+    let mut believed = ws_with(b, ROOM, &good).await.expect("a believed relay opens");
+    {
+        use futures_util::SinkExt;
+        believed.send(tokio_tungstenite::tungstenite::Message::text("echo:inside")).await.unwrap();
+    }
+    assert_eq!(next_text(&mut believed).await, "inside");
+    for head in [good, front()] {
+        let (status, _, body) = ws_with(b, ROOM, &head).await.unwrap_err();
+        assert_eq!((status, body.as_str()), (403, "actor class is internal\n"));
+    }
+    let (status, _, body) =
+        ws_with(b, ROOM, &sign_relay(&secret, relay_head("t/app", None, true), ROOM, unix_ms())).await.unwrap_err();
+    assert_eq!((status, body.as_str()), (403, not_front));
+    // A relay whose Upgrade was removed on the way: never a call.
+    let mut stripped = sign_relay(&secret, front(), ROOM, unix_ms());
+    stripped.remove("upgrade");
+    let client = reqwest::Client::new();
+    let mut request = client.get(format!("http://{}{ROOM}", b.addr));
+    for (name, value) in &stripped {
+        request = request.header(name, value);
+    }
+    assert_eq!(request.send().await.unwrap().status().as_u16(), 403);
 }

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use wasmkeep_actors::{Answering, HopFailure, Node, NodeConfig, Remote, Request, Response, VersionSpec};
+use wasmkeep_actors::{
+    Answering, HopFailure, Node, NodeConfig, Relayed, Remote, Request, Response, SocketRequest, VersionSpec,
+};
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::{Access, AppId, Envelope, EventError, MailboxKey, Origin, RawAddress, Refusal};
 use wasmkeep_storage::{ClusterStore, PostgresStore, Store};
@@ -57,6 +59,16 @@ impl Remote for Direct {
             Some(owner) => hints.insert(actor.clone(), owner.to_owned()),
             None => hints.remove(actor),
         };
+    }
+
+    /// Sockets are relayed over the real transport (`cluster_hops.rs`),
+    /// not here.
+    fn takes_handoffs(&self, _: String) -> Answering<'_, bool> {
+        Box::pin(std::future::ready(false))
+    }
+
+    fn relay(&self, owner: String, _: Envelope, _: SocketRequest) -> Answering<'_, Result<Relayed, HopFailure>> {
+        Box::pin(std::future::ready(Err(HopFailure::Unreachable(format!("{owner}: no relays in this test")))))
     }
 
     fn request(

@@ -271,7 +271,8 @@ async fn an_open_answered_but_never_read_is_closed_for_the_actor() {
     let target = envelope(&n, "open/room", wasmkeep_core::Origin::Outside);
     // The client's side polls once (the open is posted), then stops
     // reading: the actor answers into a wait nobody reads any more.
-    let mut opening = Box::pin(n.node.open_socket(target, "/ws".into()));
+    let mut opening =
+        Box::pin(n.node.open_socket(target, wasmkeep_actors::SocketRequest { path: "/ws".into(), headers: vec![] }));
     assert!((&mut opening).now_or_never().is_none());
     assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 1).await);
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -2,6 +2,8 @@
 //! test run), a node on a real port with a real SQLite store, and a real
 //! HTTP client.
 
+pub mod cluster;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};

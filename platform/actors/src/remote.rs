@@ -13,7 +13,10 @@
 //! is waited for until its heartbeat says it died (the failover wait) or
 //! the event's deadline passes; then the actor is taken here.
 //!
-//! Socket events never travel: a socket lives on its actor's owner.
+//! A socket's open travels once, as a relay (seed 0027): an `/actor/`
+//! upgrade or a front's hand-off for an actor owned elsewhere is relayed
+//! to the owner, where the socket lives; this node then only copies bytes.
+//! A socket's messages and close never travel.
 
 use std::sync::Weak;
 use std::time::{Duration, Instant};
@@ -44,6 +47,35 @@ pub enum HopFailure {
     Unreachable(String),
 }
 
+/// A socket's open as its client asked for it: the path its actor's
+/// `on-websocket-open` sees, and the client's WebSocket headers (the
+/// host's range never among them), which a relay passes on.
+#[derive(Debug, Clone, Default)]
+pub struct SocketRequest {
+    pub path: String,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Both ends of a relayed socket's bytes.
+pub trait RelayStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> RelayStream for T {}
+
+/// The owner's answer to a relayed open, as its client is to get it.
+pub struct Relayed {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+    /// After a `101`, the owner's end of the socket: the relaying node
+    /// copies bytes between it and the client.
+    pub io: Option<Box<dyn RelayStream>>,
+}
+
+impl std::fmt::Debug for Relayed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relayed").field("status", &self.status).field("upgraded", &self.io.is_some()).finish()
+    }
+}
+
 /// What the cluster offers the node's router.
 pub trait Remote: Send + Sync + 'static {
     /// A heartbeat sent before this (unix ms) is a dead node's: what a take
@@ -71,6 +103,18 @@ pub trait Remote: Send + Sync + 'static {
         envelope: Envelope,
         request: Request,
     ) -> Answering<'_, Result<Response, HopFailure>>;
+    /// Whether node `node` announces that it takes relayed hand-offs (the
+    /// heartbeat's capability word `handoff`).
+    fn takes_handoffs(&self, node: String) -> Answering<'_, bool>;
+    /// Relays a socket's open to node `owner`: an outside upgrade as it
+    /// came, a front's hand-off signed; answers the owner's answer, and
+    /// after a `101` its end of the socket.
+    fn relay(
+        &self,
+        owner: String,
+        envelope: Envelope,
+        socket: SocketRequest,
+    ) -> Answering<'_, Result<Relayed, HopFailure>>;
 }
 
 /// Local mailboxes, and the cluster's nodes.
@@ -80,54 +124,96 @@ pub(crate) struct ClusterRouter {
     pub node: Weak<NodeInner>,
 }
 
-impl ClusterRouter {
-    /// Sends `request` to `owner`, following its "elsewhere" a few times
-    /// and waiting out an owner that does not answer; answers `None` when
-    /// the event is to run here after all (the owner died, or the actor
-    /// has no owner any more).
-    pub(crate) async fn carry(
-        remote: &dyn Remote,
-        metrics: &Metrics,
-        mut owner: String,
-        envelope: &Envelope,
-        request: Request,
-    ) -> Option<Result<Response, EventError>> {
-        let key = envelope.mailbox();
-        let kind = if matches!(envelope.origin, Origin::Inside { .. }) { "call" } else { "request" };
-        let mut reroutes = 0;
-        loop {
-            metrics.forwards.inc(kind);
-            match remote.request(owner.clone(), envelope.clone(), request.clone()).await {
-                Ok(response) => return Some(Ok(response)),
-                Err(HopFailure::Answer(error)) => return Some(Err(error)),
-                Err(HopFailure::Elsewhere(next)) if reroutes < REROUTES && next != owner && !next.is_empty() => {
-                    reroutes += 1;
-                    metrics.reroutes.inc(kind);
-                    remote.note(&key, Some(&next));
-                    owner = next;
-                }
-                Err(HopFailure::Elsewhere(_)) => {
-                    // The owners disagree, or none is left: the store decides here.
-                    remote.note(&key, None);
-                    return None;
-                }
-                Err(HopFailure::Unreachable(why)) => {
-                    tracing::debug!(%owner, "an owner did not answer: {why}");
-                    // Wait for the takeover: the owner's heartbeat ages out
-                    // (then the actor is taken here), within the deadline.
-                    loop {
-                        if Instant::now() >= envelope.deadline {
-                            return Some(Err(Refusal::DeadlinePassed.into()));
-                        }
-                        if !remote.is_alive(&owner) {
-                            remote.note(&key, None);
-                            return None;
-                        }
-                        tokio::time::sleep(RECHECK.min(envelope.deadline - Instant::now())).await;
+/// Sends an event's hop to `owner` with `send`, following its
+/// "elsewhere" a few times and waiting out an owner that does not answer;
+/// answers `None` when the event is to run here after all (the owner died,
+/// or the actor has no owner any more).
+pub(crate) async fn follow<T>(
+    remote: &dyn Remote,
+    metrics: &Metrics,
+    kind: &'static str,
+    mut owner: String,
+    envelope: &Envelope,
+    mut send: impl FnMut(String) -> Answering<'static, Result<T, HopFailure>>,
+) -> Option<Result<T, EventError>> {
+    let key = envelope.mailbox();
+    let mut reroutes = 0;
+    loop {
+        match send(owner.clone()).await {
+            Ok(answer) => return Some(Ok(answer)),
+            Err(HopFailure::Answer(error)) => return Some(Err(error)),
+            Err(HopFailure::Elsewhere(next)) if reroutes < REROUTES && next != owner && !next.is_empty() => {
+                reroutes += 1;
+                metrics.reroutes.inc(kind);
+                remote.note(&key, Some(&next));
+                owner = next;
+            }
+            Err(HopFailure::Elsewhere(_)) => {
+                // The owners disagree, or none is left: the store decides here.
+                remote.note(&key, None);
+                return None;
+            }
+            Err(HopFailure::Unreachable(why)) => {
+                tracing::debug!(%owner, "an owner did not answer: {why}");
+                // Wait for the takeover: the owner's heartbeat ages out
+                // (then the actor is taken here), within the deadline.
+                loop {
+                    if Instant::now() >= envelope.deadline {
+                        return Some(Err(Refusal::DeadlinePassed.into()));
                     }
+                    if !remote.is_alive(&owner) {
+                        remote.note(&key, None);
+                        return None;
+                    }
+                    tokio::time::sleep(RECHECK.min(envelope.deadline - Instant::now())).await;
                 }
             }
         }
+    }
+}
+
+impl ClusterRouter {
+    /// Carries a request event to `owner` ([`follow`]).
+    pub(crate) async fn carry(
+        remote: &std::sync::Arc<dyn Remote>,
+        metrics: &Metrics,
+        owner: String,
+        envelope: &Envelope,
+        request: Request,
+    ) -> Option<Result<Response, EventError>> {
+        let kind = if matches!(envelope.origin, Origin::Inside { .. }) { "call" } else { "request" };
+        let send = |owner: String| -> Answering<'static, _> {
+            metrics.forwards.inc(kind);
+            let (remote, envelope, request) = (remote.clone(), envelope.clone(), request.clone());
+            Box::pin(async move { remote.request(owner, envelope, request).await })
+        };
+        follow(&**remote, metrics, kind, owner, envelope, send).await
+    }
+
+    /// Relays a socket's open to `owner` ([`follow`]): a front's hand-off
+    /// only to an owner that takes them (otherwise the actor is moving, a
+    /// `503` to retry, and the owner was sent nothing).
+    pub(crate) async fn relay(
+        remote: &std::sync::Arc<dyn Remote>,
+        metrics: &std::sync::Arc<Metrics>,
+        owner: String,
+        envelope: &Envelope,
+        socket: &SocketRequest,
+    ) -> Option<Result<Relayed, EventError>> {
+        let handoff = matches!(envelope.origin, Origin::Inside { .. });
+        let kind = if handoff { "handoff" } else { "upgrade" };
+        let send = |owner: String| -> Answering<'static, _> {
+            let (remote, envelope, socket, metrics) =
+                (remote.clone(), envelope.clone(), socket.clone(), metrics.clone());
+            Box::pin(async move {
+                if handoff && !remote.takes_handoffs(owner.clone()).await {
+                    return Err(HopFailure::Answer(Refusal::Elsewhere { owner }.into()));
+                }
+                metrics.forwards.inc(kind);
+                remote.relay(owner, envelope, socket).await
+            })
+        };
+        follow(&**remote, metrics, kind, owner, envelope, send).await
     }
 }
 
@@ -166,7 +252,7 @@ pub(crate) fn hand_on(
     let local = LocalRouter { node: std::sync::Arc::downgrade(node) };
     let metrics = node.metrics.clone();
     tokio::spawn(async move {
-        match ClusterRouter::carry(&*remote, &metrics, owner, &envelope, request.clone()).await {
+        match ClusterRouter::carry(&remote, &metrics, owner, &envelope, request.clone()).await {
             Some(answer) => {
                 let _ = reply.send(answer);
             }

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use wasmkeep_core::deadline::close_deadline;
 use wasmkeep_core::quota::Quota;
-use wasmkeep_core::{Envelope, EventError, MailboxKey, close};
+use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, close};
 use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
 use wasmkeep_scheduler::ShareTicket;
 use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
 
 use crate::actor_host::ActorEventHost;
 use crate::event::{EventKind, SocketEvent};
+use crate::remote::{ClusterRouter, Relayed, SocketRequest};
 use crate::{Node, NodeInner};
 
 /// What the registry keeps of a socket: the envelope its events carry,
@@ -25,6 +26,15 @@ use crate::{Node, NodeInner};
 pub(crate) struct SocketOwner {
     pub envelope: Envelope,
     _ticket: Option<Arc<ShareTicket>>,
+}
+
+/// Where a socket opened.
+pub enum Opened {
+    /// On this node: the queue is the client's connection's to drive.
+    Here(SocketQueue),
+    /// On the actor's owner, relayed: the owner's answer, and after a
+    /// `101` its end of the socket, to copy bytes to and from.
+    There(Relayed),
 }
 
 /// Why a socket did not open.
@@ -49,9 +59,43 @@ impl NodeInner {
 
 impl Node {
     /// Opens a socket on the actor `envelope` names and runs its
-    /// `on-websocket-open(conn, path)`; the queue is the connection's to
-    /// drive. Nothing is registered unless the actor accepts.
-    pub async fn open_socket(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
+    /// `on-websocket-open`: here, or relayed to the node that owns the
+    /// actor (the hints' guess, or the store's answer to the open here),
+    /// which answers whether it opened. A relay is followed to the owner a
+    /// few times; an owner found dead leaves the open to this node.
+    pub async fn open_socket(&self, envelope: Envelope, socket: SocketRequest) -> Result<Opened, SocketOpenError> {
+        let Some(remote) = self.0.remote.clone() else {
+            return self.open_here(envelope, socket.path).await.map(Opened::Here);
+        };
+        let key = envelope.mailbox();
+        let mut owner = if self.0.mailboxes.contains(&key) { None } else { remote.hint(&key) };
+        if owner.is_none() {
+            match self.open_here(envelope.clone(), socket.path.clone()).await {
+                Err(SocketOpenError::Event(EventError::Refused(Refusal::Elsewhere { owner: found }))) => {
+                    owner = Some(found);
+                }
+                opened => return opened.map(Opened::Here),
+            }
+        }
+        let owner = owner.expect("an owner elsewhere was found");
+        match ClusterRouter::relay(&remote, &self.0.metrics, owner, &envelope, &socket).await {
+            Some(Ok(relayed)) => Ok(Opened::There(relayed)),
+            Some(Err(e)) => Err(SocketOpenError::Event(e)),
+            // The owner died or let go: the open is this node's (once).
+            None => self.open_here(envelope, socket.path).await.map(Opened::Here),
+        }
+    }
+
+    /// Opens a socket relayed from another node: here, or refused
+    /// [`Refusal::Elsewhere`] when another node owns the actor (a relay is
+    /// never sent on).
+    pub async fn open_socket_relayed(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
+        self.open_here(envelope, path).await
+    }
+
+    /// Opens a socket on this node: the actor's task refuses it
+    /// [`Refusal::Elsewhere`] if another node owns the actor.
+    async fn open_here(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
         let node = &self.0;
         // The tenant's share of the node's sockets, held as long as the socket.
         let ticket = match node.tenant(&envelope.app) {

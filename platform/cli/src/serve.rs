@@ -12,14 +12,14 @@ use wasmkeep_cluster::{ClusterDir, NodeId};
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::host::BaseDomain;
 use wasmkeep_core::{AppName, AppRef, TenantId};
-use wasmkeep_edge::{AppRouting, PublicPort};
+use wasmkeep_edge::{AppRouting, PublicPort, SignedHops};
 use wasmkeep_storage::{Durability, POOL_SIZE, PostgresStore, SqliteStore, Store, TokenRecord, ValueKey};
 use wasmkeep_tenants::api::{RateLimits, Service};
 use wasmkeep_tenants::plans::Plans;
 use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
 
 use crate::config;
-use crate::serve_config::{ServeArgs, ServeConfig};
+use crate::serve_config::{Plaintext, ServeArgs, ServeConfig};
 
 /// A secret of the data directory: read when there, else generated and
 /// written readable by its owner only.
@@ -143,7 +143,8 @@ async fn open_store(url: Option<&str>, data: &Path) -> Result<Arc<dyn Store>, St
 /// Makes this node one of a cluster: its QUIC port answers other nodes'
 /// signed hops, its heartbeat goes into the store every second, events for
 /// actors other nodes own go to them, and the apps the others deploy are
-/// loaded here too. Answers the node and its readiness.
+/// loaded here too. Answers the node, its readiness, and what answers
+/// signed hops (for the public port too, under `--cluster-plaintext allow`).
 async fn join_cluster(
     config: NodeConfig,
     store: Arc<dyn Store>,
@@ -152,7 +153,7 @@ async fn join_cluster(
     advertise: Option<std::net::SocketAddr>,
     public_addr: std::net::SocketAddr,
     wait: Duration,
-) -> Result<(Node, wasmkeep_telemetry::Readiness), String> {
+) -> Result<(Node, wasmkeep_telemetry::Readiness, Option<Arc<dyn SignedHops>>), String> {
     use wasmkeep_cluster::membership::{Load, Membership, unix_ms};
     use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
     let transport = Arc::new(wasmkeep_cluster::transport::Transport::bind(listen, dir)?);
@@ -170,8 +171,7 @@ async fn join_cluster(
         resident: 0,
         pool,
         sockets: 0,
-        // Relayed upgrades and hand-offs are not taken yet: no `handoff`.
-        capabilities: Capabilities { take: true, front: true, handoff: false },
+        capabilities: Capabilities::OURS,
     };
     let loaded = node_cell.clone();
     let load = move || Load { resident: loaded.get().map_or(0, |n| n.resident_actors() as u64), pool, sockets: 0 };
@@ -183,10 +183,11 @@ async fn join_cluster(
     let verifier = Arc::new(wasmkeep_cluster::signing::Verifier::new(&dir.secret));
     let hops = wasmkeep_cluster::hop_server::HopServer::new(node.clone(), verifier);
     let serving = transport.clone();
+    let answering = hops.clone();
     tokio::spawn(async move {
         serving
             .serve(hyper::service::service_fn(move |req| {
-                let hops = hops.clone();
+                let hops = answering.clone();
                 async move { Ok::<_, std::convert::Infallible>(hops.answer(req).await) }
             }))
             .await
@@ -196,7 +197,7 @@ async fn join_cluster(
     tokio::spawn(follow_apps(node.clone(), store));
     eprintln!("wasmkeep: node {} of a cluster, hops on {} (UDP)", dir.node, transport.local_addr());
     let ready = membership.clone();
-    Ok((node, Arc::new(move || ready.is_ready(unix_ms()))))
+    Ok((node, Arc::new(move || ready.is_ready(unix_ms())), Some(Arc::new(hops))))
 }
 
 /// Loads, every second, the apps and versions other nodes activated.
@@ -298,7 +299,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         values: Arc::new(value_key),
         egress_roots,
     };
-    let (node, ready) = match (&secrets, cfg.cluster.cluster_listen) {
+    let (node, ready, hops) = match (&secrets, cfg.cluster.cluster_listen) {
         (Secrets::Cluster(_, dir), Some(listen)) => {
             let advertise = cfg.cluster.cluster_advertise;
             let wait = Duration::from_secs(cfg.cluster.failover_wait_secs);
@@ -306,9 +307,11 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         }
         _ => {
             let node = Node::new(config, store.clone()).map_err(|e| format!("starting the node: {e}"))?;
-            (node, wasmkeep_telemetry::always_ready())
+            (node, wasmkeep_telemetry::always_ready(), None)
         }
     };
+    // A signed hop on the public port is a client's header, unless allowed.
+    let hops = hops.filter(|_| cfg.cluster.cluster_plaintext == Plaintext::Allow);
     let apps = restore(&node, &*store, &plans).await?;
 
     let api = tokio::net::TcpListener::bind(cfg.api_listen)
@@ -362,6 +365,9 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let mut port = PublicPort::new(node, AppRouting::ByHost(base_domain));
     if let Some(acceptor) = acceptor {
         port = port.with_tls(acceptor);
+    }
+    if let Some(hops) = hops {
+        port = port.with_signed_hops(hops);
     }
     wasmkeep_edge::serve(public, port, stopped(stop_rx)).await.map_err(|e| format!("serving: {e}"))?;
     let _ = api_task.await;

@@ -1,11 +1,24 @@
 //! The receiving end of a hop (DESIGN §8: "a signed hop from another node
-//! enters at step 4 on the owner"). Every request on the cluster port must
-//! be signed by a node of the cluster: its signature is checked (form,
-//! window, coverage, MAC, spent once), its head read into an envelope
-//! (`head::from_head`: the app must be one of this node's, the caller of
-//! the same tenant, the deadline no later than this node's call limit),
-//! and the event run here, never sent on: an actor another node owns is
-//! answered "elsewhere" for the sender to follow.
+//! enters at step 4 on the owner"), on the cluster port and, under
+//! `--cluster-plaintext allow`, on the public port.
+//!
+//! A call or request event must be signed by a node of the cluster: its
+//! signature is checked (form, window, coverage, MAC, spent once), its
+//! head read into an envelope (`head::from_head`: the app must be one of
+//! this node's, the caller of the same tenant, the deadline no later than
+//! this node's call limit), and the event run here, never sent on: an
+//! actor another node owns is answered "elsewhere" for the sender to
+//! follow. A signed request with the upgrade mark that is not an upgrade
+//! is refused.
+//!
+//! A relayed socket's open (seed 0027) is believed to be the front's
+//! hand-off only when its signature is valid over the empty body, spent
+//! for the first time, for an app of this node, with the front's exact
+//! caller and the upgrade mark; a valid signature without them is
+//! refused. Unsigned, or signed in vain, it is an outside upgrade: on the
+//! cluster port, of the app its relaying node names (a peer the cluster's
+//! CA vouches for, relaying a client's upgrade); on the public port, a
+//! client's, served as any. Either way it opens here or not at all.
 //!
 //! The answer is the actor's response, the range stripped from it, or the
 //! host's error in `x-wasmkeep-error` (`core::hop_answer`), beside the
@@ -16,11 +29,15 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use wasmkeep_actors::{Node, Request};
-use wasmkeep_core::head::{self, ERROR, UPGRADE, is_reserved};
-use wasmkeep_core::{EventError, hop_answer};
+use wasmkeep_actors::{Answering, Node, Request};
+use wasmkeep_core::handoff::is_websocket_upgrade;
+use wasmkeep_core::head::{self, ERROR, INTERNAL, UPGRADE, is_reserved};
+use wasmkeep_core::path::parse_actor_path;
+use wasmkeep_core::signature::EMPTY_BODY_SHA256;
+use wasmkeep_core::{EventError, Failure, Refusal, hop_answer};
+use wasmkeep_edge::{HttpResponse, SignedHops, full};
 
 use crate::membership::unix_ms;
 use crate::signing::{Verifier, body_sha256};
@@ -32,10 +49,25 @@ pub struct HopServer {
     verifier: Arc<Verifier>,
 }
 
-fn plain(status: StatusCode, text: &str) -> http::Response<Full<Bytes>> {
-    let mut response = http::Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+fn plain(status: StatusCode, text: &str) -> HttpResponse {
+    let mut response = http::Response::new(full(Bytes::from(format!("{text}\n"))));
     *response.status_mut() = status;
     response
+}
+
+/// What a relayed open's signature makes of it.
+enum Opener {
+    /// Believed: the front's hand-off, if its head says so.
+    Signed,
+    /// None, or not believed: an outside upgrade.
+    Outside,
+}
+
+/// Which port a hop came in on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Port {
+    Cluster,
+    Public,
 }
 
 impl HopServer {
@@ -43,8 +75,59 @@ impl HopServer {
         Self { node, verifier }
     }
 
-    /// One hop, answered.
-    pub async fn answer(&self, request: http::Request<Incoming>) -> http::Response<Full<Bytes>> {
+    /// One request on the cluster port, answered.
+    pub async fn answer(&self, request: http::Request<Incoming>) -> HttpResponse {
+        if is_websocket_upgrade(request.method(), request.headers()) {
+            let opener = self.believe(&request);
+            return self.open(request, opener, Port::Cluster).await;
+        }
+        self.call(request).await
+    }
+
+    /// Whether a relayed open's signature is believed: valid over the
+    /// empty body, within the window, spent here for the first time.
+    fn believe(&self, request: &http::Request<Incoming>) -> Opener {
+        if !request.headers().contains_key(INTERNAL) {
+            return Opener::Outside;
+        }
+        let root = http::uri::PathAndQuery::from_static("/");
+        let path = request.uri().path_and_query().unwrap_or(&root);
+        match self.verifier.verify(request.method(), path, &EMPTY_BODY_SHA256, request.headers(), unix_ms()) {
+            Ok(_) => Opener::Signed,
+            Err(why) => {
+                tracing::warn!("a relayed open's signature was not believed: {why}");
+                Opener::Outside
+            }
+        }
+    }
+
+    /// A relayed socket's open: here, never sent on.
+    async fn open(&self, request: http::Request<Incoming>, opener: Opener, port: Port) -> HttpResponse {
+        let head = request.headers();
+        let (tenant, app, origin) = match head::relayed_opener(head, matches!(opener, Opener::Signed)) {
+            Ok(found) => found,
+            Err(e @ head::RelayRefusal::NoApp) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
+            Err(e @ head::RelayRefusal::NotTheFront) => return plain(StatusCode::FORBIDDEN, &e.to_string()),
+        };
+        debug_assert!(port == Port::Cluster || matches!(opener, Opener::Signed), "the public port serves its own");
+        let app = match self.node.app_named(&tenant, &app) {
+            Ok(app) => app,
+            Err(refusal) => return failure_answer(refusal.into()),
+        };
+        let target = match parse_actor_path(request.uri().path(), request.uri().query()) {
+            Some(Ok(target)) => target,
+            Some(Err(e)) => return failure_answer(Refusal::InvalidName(e).into()),
+            None => return plain(StatusCode::BAD_REQUEST, "a relayed open is for a path under /actor/"),
+        };
+        let envelope = self.node.envelope(&app, target.address, origin, head::read_trace(head));
+        match wasmkeep_edge::open_relayed(&self.node, envelope, target.rest, request).await {
+            Ok(answer) => answer,
+            Err(failure) => failure_answer(failure),
+        }
+    }
+
+    /// A call or request event from another node.
+    async fn call(&self, request: http::Request<Incoming>) -> HttpResponse {
         let (parts, body) = request.into_parts();
         let limit = self.node.limits().body_bytes;
         let body = match Limited::new(body, limit as usize).collect().await {
@@ -82,7 +165,7 @@ impl HopServer {
             Request { method: parts.method.to_string(), path: path.to_string(), headers, body: body.to_vec() };
         match self.node.request_forwarded(envelope, request).await {
             Ok(answer) => {
-                let mut response = http::Response::new(Full::new(Bytes::from(answer.body)));
+                let mut response = http::Response::new(full(Bytes::from(answer.body)));
                 *response.status_mut() =
                     StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 for (name, value) in answer.headers {
@@ -102,8 +185,33 @@ impl HopServer {
     }
 }
 
+impl SignedHops for HopServer {
+    /// On the public port: a signed call is answered as on the cluster
+    /// port; a relayed open only when its signature is believed, else it is
+    /// the client's, served as any.
+    fn answer(&self, request: http::Request<Incoming>) -> Result<Answering<'_, HttpResponse>, http::Request<Incoming>> {
+        if !is_websocket_upgrade(request.method(), request.headers()) {
+            return Ok(Box::pin(self.call(request)));
+        }
+        match self.believe(&request) {
+            Opener::Outside => Err(request),
+            Opener::Signed => Ok(Box::pin(self.open(request, Opener::Signed, Port::Public))),
+        }
+    }
+}
+
+/// A failure to open, answered: the event's error in the hop's head (the
+/// relaying node reads it), any other (a refusal by the actor, no room for
+/// a socket) as a client would have it.
+fn failure_answer(failure: Failure) -> HttpResponse {
+    match failure {
+        Failure::Event(error) => error_answer(&error),
+        other => wasmkeep_edge::render(other),
+    }
+}
+
 /// The host's error on a hop's answer.
-fn error_answer(error: &EventError) -> http::Response<Full<Bytes>> {
+fn error_answer(error: &EventError) -> HttpResponse {
     let mut response = plain(hop_answer::status(error), &error.to_string());
     let value = HeaderValue::try_from(hop_answer::encode(error)).expect("an encoded error is visible ASCII");
     response.headers_mut().insert(ERROR, value);

@@ -10,9 +10,10 @@ use bytes::Bytes;
 use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method};
 use http_body_util::{BodyExt, Full, Limited};
-use wasmkeep_actors::{Answering, HopFailure, Remote, Request, Response};
+use hyper_util::rt::TokioIo;
+use wasmkeep_actors::{Answering, HopFailure, RelayStream, Relayed, Remote, Request, Response, SocketRequest};
 use wasmkeep_core::head::{self, ERROR, is_reserved};
-use wasmkeep_core::signature::CALL_NAMES;
+use wasmkeep_core::signature::{CALL_NAMES, EMPTY_BODY_SHA256};
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
 
 use crate::membership::{Membership, unix_ms};
@@ -23,6 +24,12 @@ use crate::transport::Transport;
 const HINTS: u64 = 100_000;
 /// A hint not used for this long is forgotten.
 const HINT_IDLE: Duration = Duration::from_secs(600);
+/// Longest a relayed open waits for the owner's answer (DESIGN §6: the
+/// relay of an upgrade).
+const RELAY_OPEN: Duration = Duration::from_secs(30);
+/// The largest answer to a relayed open that is not a `101` (an error's
+/// text).
+const RELAY_ANSWER_BYTES: usize = 64 * 1024;
 
 /// This node's view of, and way to, the other nodes.
 pub struct Peers {
@@ -76,10 +83,11 @@ impl Peers {
         Ok(hop)
     }
 
-    async fn carry(&self, owner: String, envelope: Envelope, request: Request) -> Result<Response, HopFailure> {
+    /// Node `owner`'s cluster address, if it is alive (the store is read
+    /// again first when it is not known alive: it may have just started).
+    async fn address_of(&self, owner: &str) -> Result<(SocketAddr, u64), HopFailure> {
         let mut now = unix_ms();
-        if !self.membership.is_alive(&owner, now) {
-            // The store named it: it may have started since the last read.
+        if !self.membership.is_alive(owner, now) {
             if let Err(e) = self.membership.refresh().await {
                 tracing::warn!(error = %e, "the heartbeats could not be read");
             }
@@ -87,26 +95,21 @@ impl Peers {
         }
         let peer = self
             .membership
-            .live(&owner, now)
+            .live(owner, now)
             .ok_or_else(|| HopFailure::Unreachable(format!("node {owner} is not alive")))?;
-        let addr: SocketAddr = peer
+        let addr = peer
             .cluster_addr
             .parse()
             .map_err(|_| HopFailure::Unreachable(format!("node {owner}'s cluster address {:?}", peer.cluster_addr)))?;
+        Ok((addr, now))
+    }
+
+    async fn carry(&self, owner: String, envelope: Envelope, request: Request) -> Result<Response, HopFailure> {
+        let (addr, now) = self.address_of(&owner).await?;
         let hop = self.hop(&envelope, request, now).map_err(|e| HopFailure::Answer(bad_request(e)))?;
         let answer =
             self.transport.request(&owner, addr, hop).await.map_err(|e| HopFailure::Unreachable(e.to_string()))?;
-        if let Some(error) = answer.headers().get(ERROR) {
-            let decoded = error.to_str().ok().map(hop_answer::decode);
-            return Err(match decoded {
-                Some(Ok(EventError::Refused(Refusal::Elsewhere { owner }))) => HopFailure::Elsewhere(owner),
-                Some(Ok(error)) => HopFailure::Answer(error),
-                _ => {
-                    tracing::warn!(%owner, "a peer answered an error this node cannot read");
-                    HopFailure::Answer(EventError::Trapped)
-                }
-            });
-        }
+        host_error(&owner, &answer)?;
         let status = answer.status().as_u16();
         let mut headers: Vec<(String, Vec<u8>)> =
             answer.headers().iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect();
@@ -123,11 +126,87 @@ impl Peers {
     }
 }
 
+/// The owner's host error on a hop's answer, if it carries one.
+fn host_error<B>(owner: &str, answer: &http::Response<B>) -> Result<(), HopFailure> {
+    let Some(error) = answer.headers().get(ERROR) else { return Ok(()) };
+    let decoded = error.to_str().ok().map(hop_answer::decode);
+    Err(match decoded {
+        Some(Ok(EventError::Refused(Refusal::Elsewhere { owner }))) => HopFailure::Elsewhere(owner),
+        Some(Ok(error)) => HopFailure::Answer(error),
+        _ => {
+            tracing::warn!(%owner, "a peer answered an error this node cannot read");
+            HopFailure::Answer(EventError::Trapped)
+        }
+    })
+}
+
 /// A request this node cannot put on the wire (a guest's method or path
 /// that is not HTTP): the guest's own mistake, as a failed event.
 fn bad_request(why: String) -> EventError {
     tracing::info!("a request could not be carried to its owner: {why}");
     EventError::InvalidResponse
+}
+
+impl Peers {
+    /// A socket's open, relayed (seed 0027): `GET /actor/<class>/<encoded
+    /// name><path>` with the client's WebSocket headers and the app. A
+    /// front's hand-off carries the front's caller and the upgrade mark and
+    /// is signed afresh for each send, the mark among the signed names; an
+    /// outside upgrade goes unsigned, as the client's (the owner reads it as
+    /// one, whatever it carries).
+    async fn relay_open(
+        &self,
+        owner: String,
+        envelope: Envelope,
+        socket: SocketRequest,
+    ) -> Result<Relayed, HopFailure> {
+        let (addr, now) = self.address_of(&owner).await?;
+        let path = format!("/actor/{}{}", head::format_target(&envelope.target), socket.path);
+        let path: PathAndQuery = path.parse().map_err(|_| HopFailure::Answer(Refusal::NoSuchActor.into()))?;
+        let mut headers = head::to_relay_head(&envelope);
+        headers.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+        headers.insert(http::header::CONNECTION, HeaderValue::from_static("upgrade"));
+        for (name, value) in &socket.headers {
+            if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(value))
+                && !is_reserved(name.as_str())
+            {
+                headers.append(name, value);
+            }
+        }
+        if headers.contains_key(head::CALLER) {
+            self.signer
+                .sign(&Method::GET, &path, &EMPTY_BODY_SHA256, &mut headers, &[head::UPGRADE], now)
+                .map_err(|e| HopFailure::Answer(bad_request(e.to_string())))?;
+        }
+        let mut hop = http::Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| HopFailure::Answer(bad_request(e.to_string())))?;
+        *hop.headers_mut() = headers;
+        let mut answer = tokio::time::timeout(RELAY_OPEN, self.transport.request(&owner, addr, hop))
+            .await
+            .map_err(|_| HopFailure::Unreachable(format!("node {owner} did not answer a relayed open")))?
+            .map_err(|e| HopFailure::Unreachable(e.to_string()))?;
+        host_error(&owner, &answer)?;
+        let status = answer.status().as_u16();
+        let mut headers: Vec<(String, Vec<u8>)> =
+            answer.headers().iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect();
+        head::strip_pairs(&mut headers);
+        if answer.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+            let upgraded = hyper::upgrade::on(&mut answer)
+                .await
+                .map_err(|e| HopFailure::Unreachable(format!("node {owner}'s relayed socket: {e}")))?;
+            let io: Box<dyn RelayStream> = Box::new(TokioIo::new(upgraded));
+            return Ok(Relayed { status, headers, body: Vec::new(), io: Some(io) });
+        }
+        let body = Limited::new(answer.into_body(), RELAY_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(|e| HopFailure::Unreachable(format!("node {owner}'s answer broke off: {e}")))?
+            .to_bytes();
+        Ok(Relayed { status, headers, body: body.to_vec(), io: None })
+    }
 }
 
 impl Remote for Peers {
@@ -161,5 +240,26 @@ impl Remote for Peers {
         request: Request,
     ) -> Answering<'_, Result<Response, HopFailure>> {
         Box::pin(self.carry(owner, envelope, request))
+    }
+
+    fn takes_handoffs(&self, node: String) -> Answering<'_, bool> {
+        Box::pin(async move {
+            // A node the store names may have started since the last read.
+            if !self.membership.is_alive(&node, unix_ms())
+                && let Err(e) = self.membership.refresh().await
+            {
+                tracing::warn!(error = %e, "the heartbeats could not be read");
+            }
+            self.membership.live(&node, unix_ms()).is_some_and(|peer| peer.capabilities.handoff)
+        })
+    }
+
+    fn relay(
+        &self,
+        owner: String,
+        envelope: Envelope,
+        socket: SocketRequest,
+    ) -> Answering<'_, Result<Relayed, HopFailure>> {
+        Box::pin(self.relay_open(owner, envelope, socket))
     }
 }

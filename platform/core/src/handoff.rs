@@ -23,6 +23,21 @@ pub fn is_websocket_upgrade(method: &Method, headers: &HeaderMap) -> bool {
         && headers.get("sec-websocket-key").is_some_and(|v| !v.is_empty())
 }
 
+/// The client's headers a relayed upgrade carries to the actor's owner
+/// (seed 0027): its `Sec-WebSocket-*` headers and `Origin`, nothing of the
+/// host's range (the edge removed the client's; none of these is in it).
+pub fn upgrade_headers(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
+    headers
+        .iter()
+        .filter(|(name, _)| {
+            let name = name.as_str();
+            name.starts_with("sec-websocket-") || name == "origin"
+        })
+        .filter(|(name, _)| !crate::head::is_reserved(name.as_str()))
+        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+        .collect()
+}
+
 /// A hand-off the front asked for: the actor and the path its
 /// `on-websocket-open` sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +66,26 @@ pub enum HandOffError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relay_carries_the_clients_websocket_headers_and_origin_only() {
+        let mut h = HeaderMap::new();
+        for (n, v) in [
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ("sec-websocket-version", "13"),
+            ("sec-websocket-protocol", "chat"),
+            ("origin", "https://example.test"),
+            ("cookie", "session=1"),
+            ("authorization", "Bearer x"),
+            ("x-wasmkeep-caller", "t/_front/main"),
+            ("host", "chat.t.example"),
+        ] {
+            h.append(n, v.parse().unwrap());
+        }
+        let mut names: Vec<String> = upgrade_headers(&h).into_iter().map(|(n, _)| n).collect();
+        names.sort();
+        assert_eq!(names, ["origin", "sec-websocket-key", "sec-websocket-protocol", "sec-websocket-version"]);
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -329,6 +329,31 @@ pub fn to_head(envelope: &Envelope, now: Instant) -> HeaderMap {
     head
 }
 
+/// The head a relayed socket's open carries (seed 0027): the app and the
+/// trace context; for the front's hand-off, the front's caller and the
+/// upgrade mark too (the cluster signs it, the mark among the names). An
+/// outside upgrade carries no caller: its owner reads it as a client's.
+pub fn to_relay_head(envelope: &Envelope) -> HeaderMap {
+    let mut head = HeaderMap::new();
+    let mut put = |name: &'static str, value: String| {
+        if let Ok(value) = HeaderValue::try_from(value) {
+            head.append(HeaderName::from_static(name), value);
+        }
+    };
+    put(APP, format_app(&envelope.app.tenant, &envelope.app.name));
+    if let Origin::Inside { caller, .. } = &envelope.origin {
+        put(CALLER, format_caller(&envelope.app.tenant, caller));
+        put(UPGRADE, UPGRADE_WEBSOCKET.to_owned());
+    }
+    if let Some(parent) = &envelope.trace.parent {
+        put(TRACEPARENT, parent.clone());
+        if let Some(state) = &envelope.trace.state {
+            put(TRACESTATE, state.clone());
+        }
+    }
+    head
+}
+
 /// Reads the hop's head at `now`; `apps` finds the app it names. A caller
 /// of another tenant than the app's is refused: the head is one tenant's.
 /// The deadline is never later than `longest` from now (the receiver's
@@ -360,6 +385,42 @@ pub fn from_head(
         }
     };
     Ok(Envelope { app, target, origin, deadline, trace: read_trace(head) })
+}
+
+/// Who opens a socket relayed from another node (seed 0027), and for
+/// which app (`<tenant>/<app>` from `x-wasmkeep-app`). `believed`: its
+/// signature is valid, spent for the first time, over the empty body.
+/// Believed, it is the front's hand-off only when the signed caller is
+/// exactly `<tenant>/_front/main` of the app's tenant and the upgrade mark
+/// is `websocket`; a believed signature without them is refused. Not
+/// believed (none, or invalid), it is an outside upgrade: caller, chain
+/// and mark change nothing.
+pub fn relayed_opener(head: &HeaderMap, believed: bool) -> Result<(TenantId, AppName, Origin), RelayRefusal> {
+    let app = one(head, APP).map_err(|_| RelayRefusal::NoApp)?.ok_or(RelayRefusal::NoApp)?;
+    let (tenant, app) = parse_app(app).map_err(|_| RelayRefusal::NoApp)?;
+    if !believed {
+        return Ok((tenant, app, Origin::Outside));
+    }
+    let caller = one(head, CALLER).ok().flatten().and_then(|c| parse_caller(c).ok());
+    let mark = one(head, UPGRADE).ok().flatten();
+    match (caller, mark) {
+        (Some((caller_tenant, Caller::Front)), Some(UPGRADE_WEBSOCKET)) if caller_tenant == tenant => {
+            Ok((tenant, app, Origin::Inside { caller: Caller::Front, chain: Chain::new() }))
+        }
+        _ => Err(RelayRefusal::NotTheFront),
+    }
+}
+
+/// Why a relayed socket's open is refused before its actor hears of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RelayRefusal {
+    /// No readable `x-wasmkeep-app`: the relay names no app (`400`).
+    #[error("the relay names no app")]
+    NoApp,
+    /// A valid signature without the front's caller or the upgrade mark
+    /// (`403`).
+    #[error("a signed upgrade is the front's hand-off only, with its caller and the upgrade mark")]
+    NotTheFront,
 }
 
 /// The one value of `name`, if present.

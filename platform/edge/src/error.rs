@@ -9,7 +9,7 @@ use wasmkeep_core::{EventError, Failure, Refusal};
 use crate::{HttpResponse, full};
 
 /// The answer to a request that failed.
-pub(crate) fn render(failure: Failure) -> HttpResponse {
+pub fn render(failure: Failure) -> HttpResponse {
     if let Failure::Event(EventError::Refused(Refusal::StoreUnavailable(detail))) = &failure {
         tracing::warn!("store unavailable: {detail}");
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use http::{HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use wasmkeep_core::handoff::is_websocket_upgrade;
+use wasmkeep_core::handoff::{is_websocket_upgrade, upgrade_headers};
 use wasmkeep_core::{AppRef, FrontError, TraceContext, head};
 
 use crate::body::{self, Held, Holding, Paced};
@@ -38,8 +38,8 @@ pub(crate) async fn handle(
     }
     // An upgrade is kept aside, its client's headers with it, and marked.
     let upgrade = is_websocket_upgrade(request.method(), request.headers()).then(|| {
-        let key = request.headers().get(http::header::SEC_WEBSOCKET_KEY).cloned();
-        (hyper::upgrade::on(&mut request), key)
+        let client_headers = upgrade_headers(request.headers());
+        (hyper::upgrade::on(&mut request), client_headers)
     });
     if upgrade.is_some() {
         let mark = (HeaderName::from_static(head::UPGRADE), HeaderValue::from_static(head::UPGRADE_WEBSOCKET));
@@ -71,7 +71,7 @@ pub(crate) async fn handle(
             return Err(e.into());
         }
     };
-    if let Some((on_upgrade, key)) = upgrade
+    if let Some((on_upgrade, client_headers)) = upgrade
         && let Some(handoff) = head::read_handoff(response.headers())
     {
         // The answer's head is the decision: the instance stops here.
@@ -79,7 +79,7 @@ pub(crate) async fn handle(
         return match handoff {
             Ok(handoff) => {
                 node.metrics().front_requests.inc("handoff");
-                socket_route::hand_off(node, app, trace, handoff, on_upgrade, key).await
+                socket_route::hand_off(node, app, trace, handoff, on_upgrade, client_headers).await
             }
             Err(broken) => {
                 tracing::info!(app = %app, "the front's hand-off is broken: {broken}");

@@ -19,8 +19,10 @@ mod socket_conn;
 mod socket_route;
 
 pub use edge::AppRouting;
+pub use error::render;
 pub use listener::raise_descriptor_limit;
 pub use server::{PublicPort, serve};
+pub use socket_route::open_relayed;
 
 /// A body's failure, whatever produced it.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -29,12 +31,25 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// front's).
 pub type HttpResponse = http::Response<http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError>>;
 
+/// Signed hops that reach the public port (`--cluster-plaintext allow`):
+/// the cluster answers them, as on its own port.
+pub trait SignedHops: Send + Sync + 'static {
+    /// Answers `request`, a request carrying a signature: a hop this node
+    /// believes, or refuses. An upgrade whose signature is not believed is
+    /// given back, to be served as any client's (seed 0027).
+    #[allow(clippy::result_large_err)]
+    fn answer(
+        &self,
+        request: http::Request<hyper::body::Incoming>,
+    ) -> Result<wasmkeep_actors::Answering<'_, HttpResponse>, http::Request<hyper::body::Incoming>>;
+}
+
 fn boxed_error(e: impl Into<BoxError>) -> BoxError {
     e.into()
 }
 
 /// A whole body.
-fn full(bytes: impl Into<bytes::Bytes>) -> http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError> {
+pub fn full(bytes: impl Into<bytes::Bytes>) -> http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError> {
     use http_body_util::BodyExt;
     http_body_util::Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
 }

@@ -17,7 +17,8 @@ use wasmkeep_core::{Failure, Limits, Origin, Refusal, head};
 use crate::body::{BodyBudget, Held, Paced};
 use crate::listener::{self, Tickets};
 use crate::per_client::PerClient;
-use crate::{AppRouting, HttpResponse, actor_route, body, connection, edge, front_route, socket_route};
+use crate::socket_route::Route;
+use crate::{AppRouting, HttpResponse, SignedHops, actor_route, body, connection, edge, front_route, socket_route};
 
 /// What the public port serves, and what its clients share.
 pub struct PublicPort {
@@ -35,6 +36,9 @@ pub struct PublicPort {
     in_flight: Arc<AtomicUsize>,
     /// TLS, when the port serves HTTPS.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Who answers signed hops here (`--cluster-plaintext allow`); without
+    /// it a signature is a client's header, removed with the range.
+    hops: Option<Arc<dyn SignedHops>>,
 }
 
 /// One request in flight, counted while it lives.
@@ -66,6 +70,7 @@ impl PublicPort {
             limits,
             in_flight: Arc::default(),
             tls: None,
+            hops: None,
         }
     }
 
@@ -74,12 +79,24 @@ impl PublicPort {
         Self { tls: Some(tls), ..self }
     }
 
+    /// The same port reading signed hops too (`--cluster-plaintext allow`).
+    pub fn with_signed_hops(self, hops: Arc<dyn SignedHops>) -> Self {
+        Self { hops: Some(hops), ..self }
+    }
+
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
         let _in_flight = InFlight::new(&self.in_flight);
         self.route(request, client).await.unwrap_or_else(crate::error::render)
     }
 
     async fn route(&self, request: http::Request<Incoming>, client: IpAddr) -> Result<HttpResponse, Failure> {
+        let request = match &self.hops {
+            Some(hops) if request.headers().contains_key(head::INTERNAL) => match hops.answer(request) {
+                Ok(answering) => return Ok(answering.await),
+                Err(outside) => outside,
+            },
+            _ => request,
+        };
         let (mut parts, incoming) = request.into_parts();
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
@@ -97,7 +114,7 @@ impl PublicPort {
         if is_websocket_upgrade(&parts.method, &parts.headers) {
             let envelope = self.node.envelope(&app, target.address, Origin::Outside, trace);
             let request = http::Request::from_parts(parts, incoming);
-            return socket_route::upgrade(&self.node, envelope, target.rest, request).await;
+            return socket_route::upgrade(&self.node, envelope, target.rest, request, Route::Anywhere).await;
         }
         // The body's share of the node's budget is held until the answer.
         let held = Held::new(request_place);

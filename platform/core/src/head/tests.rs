@@ -385,3 +385,28 @@ fn the_guest_sees_who_calls_and_the_app_only_from_inside() {
         ]
     );
 }
+
+#[test]
+fn a_believed_relay_is_the_fronts_only_with_its_exact_caller_and_the_mark() {
+    let front = Origin::Inside { caller: Caller::Front, chain: Chain::new() };
+    let (tenant, app) = (TenantId::parse("acme").unwrap(), AppName::parse("chat").unwrap());
+    let good = [(APP, "acme/chat"), (CALLER, "acme/_front/main"), (UPGRADE, "websocket")];
+    assert_eq!(relayed_opener(&headers(&good), true), Ok((tenant.clone(), app.clone(), front)));
+    // Believed, with the caller or the mark missing, or another caller.
+    for refused in [
+        &[(APP, "acme/chat"), (UPGRADE, "websocket")][..],
+        &[(APP, "acme/chat"), (CALLER, "acme/_front/main")][..],
+        &[(APP, "acme/chat"), (CALLER, "acme/room/lobby"), (UPGRADE, "websocket")][..],
+        &[(APP, "acme/chat"), (CALLER, "other/_front/main"), (UPGRADE, "websocket")][..],
+        &[(APP, "acme/chat"), (CALLER, "acme/_front/main"), (UPGRADE, "WebSocket")][..],
+        &[(APP, "acme/chat"), (CALLER, "acme/_front/main"), (CALLER, "acme/_front/main"), (UPGRADE, "websocket")][..],
+    ] {
+        assert_eq!(relayed_opener(&headers(refused), true), Err(RelayRefusal::NotTheFront), "{refused:?}");
+    }
+    // Not believed: outside, whatever caller and mark it carries.
+    assert_eq!(relayed_opener(&headers(&good), false), Ok((tenant, app, Origin::Outside)));
+    for no_app in [&[][..], &[(APP, "acme")][..], &[(APP, "acme/chat"), (APP, "acme/chat")][..]] {
+        assert_eq!(relayed_opener(&headers(no_app), false), Err(RelayRefusal::NoApp));
+        assert_eq!(relayed_opener(&headers(no_app), true), Err(RelayRefusal::NoApp));
+    }
+}
