@@ -37,6 +37,10 @@ struct Direct {
 }
 
 impl Remote for Direct {
+    fn me(&self) -> &str {
+        &self.me
+    }
+
     fn dead_before_ms(&self) -> u64 {
         now_ms() - WAIT.as_millis() as u64
     }
@@ -51,6 +55,11 @@ impl Remote for Direct {
 
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
         self.hints.lock().unwrap().get(actor).filter(|o| **o != self.me && self.is_alive(o)).cloned()
+    }
+
+    fn successor(&self, _: &MailboxKey) -> Option<String> {
+        let nodes: Vec<String> = self.beats.lock().unwrap().keys().cloned().collect();
+        nodes.into_iter().filter(|n| *n != self.me && self.is_alive(n)).min()
     }
 
     fn note(&self, actor: &MailboxKey, owner: Option<&str>) {

@@ -16,10 +16,15 @@
 //! target/release/wasmkeep-loadtest memory-burst       # node RSS before, at and after 64 bodies of 15 MiB
 //! target/release/wasmkeep-loadtest fairness           # a quiet tenant's p99 alone vs beside a noisy one
 //! target/release/wasmkeep-loadtest fairness --burst   # the same, the noisy requests twenty at once
+//! target/release/wasmkeep-loadtest cluster-call       # actors.call to another node vs the same node vs raw QUIC
+//! target/release/wasmkeep-loadtest cluster-call-many  # 16 callees over three nodes at once vs one
+//! target/release/wasmkeep-loadtest cluster-broadcast  # a room's sockets relayed through other nodes vs direct
 //! ```
 
 mod call;
 mod call_many;
+mod cluster_broadcast;
+mod cluster_call;
 mod fairness;
 mod front;
 mod http_events;
@@ -62,7 +67,10 @@ fn main() -> ExitCode {
         "isolation" => isolation::run(rest),
         "fairness" => fairness::run(rest),
         "memory-burst" => memory_burst::run(rest),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|memory-burst [--flag value]..."
+        "cluster-call" => cluster_call::call(rest),
+        "cluster-call-many" => cluster_call::call_many(rest),
+        "cluster-broadcast" => cluster_broadcast::run(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast [--flag value]..."
                 .to_string()),
         };
     match result {

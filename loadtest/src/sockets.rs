@@ -21,7 +21,7 @@ use crate::{flag, probe_process, stats};
 
 /// Starts `wasmkeep dev` serving the probe as class `open`, with `limits`.
 /// Clients that count the messages they receive.
-struct Clients {
+pub(crate) struct Clients {
     senders: Vec<futures_util::stream::SplitSink<Ws, Message>>,
     received: Arc<AtomicUsize>,
     arrived: Arc<Notify>,
@@ -30,10 +30,15 @@ struct Clients {
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn clients(url: &str, n: usize) -> Result<Clients, String> {
+    clients_at(std::iter::repeat_n(url, n)).await
+}
+
+/// A client at each of `urls`, in turn.
+pub(crate) async fn clients_at(urls: impl IntoIterator<Item = &str>) -> Result<Clients, String> {
     let received = Arc::new(AtomicUsize::new(0));
     let arrived = Arc::new(Notify::new());
-    let mut senders = Vec::with_capacity(n);
-    for _ in 0..n {
+    let mut senders = Vec::new();
+    for url in urls {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.map_err(|e| format!("{url}: {e:?}"))?;
         let (tx, mut rx) = ws.split();
         senders.push(tx);
@@ -52,7 +57,7 @@ async fn clients(url: &str, n: usize) -> Result<Clients, String> {
 
 impl Clients {
     /// Closes every client's socket.
-    async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         for s in &mut self.senders {
             let _ = s.close().await;
         }
@@ -60,7 +65,7 @@ impl Clients {
 
     /// Sends `trigger` from the first client and times until every client
     /// has received one more message.
-    async fn round(&mut self, trigger: &str) -> Result<Duration, String> {
+    pub(crate) async fn round(&mut self, trigger: &str) -> Result<Duration, String> {
         let want = self.received.load(Ordering::Relaxed) + self.senders.len();
         let t = Instant::now();
         self.senders[0].send(Message::text(trigger)).await.map_err(|e| e.to_string())?;

@@ -30,6 +30,8 @@ pub struct Member {
     pub dir: ClusterDir,
     /// The public port's address.
     pub addr: std::net::SocketAddr,
+    /// Its heartbeat and view of the others.
+    pub membership: Arc<Membership>,
 }
 
 /// Nodes `names`, every one announcing every capability.
@@ -98,7 +100,7 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
                 .await
         });
         membership.run();
-        members.push((Member { node, transport, dir: cd, addr }, membership));
+        members.push((Member { node, transport, dir: cd, addr, membership: membership.clone() }, membership));
     }
     // Everyone has read everyone's heartbeat.
     for (_, m) in &members {
@@ -106,7 +108,6 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
     }
     (dir, members.into_iter().map(|(m, _)| m).collect(), app.unwrap())
 }
-
 
 /// A client's WebSocket.
 pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -168,4 +169,3 @@ pub async fn actor_get(m: &Member, app: AppId, actor: &str, path: &str) -> serde
 pub fn forwarded(m: &Member, kind: &str) -> u64 {
     m.node.metrics().forwards.get(kind)
 }
-

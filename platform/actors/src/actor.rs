@@ -26,7 +26,8 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
     loop {
         // An actor holding nothing has nothing to keep: it retires as soon
         // as its queue is empty. A resident one waits its idle time.
-        let next = if residence.lease.is_some() {
+        // A draining node's actors finish what is queued, then hibernate.
+        let next = if residence.lease.is_some() && !node.is_draining() {
             // A tenant's idle actor may be asked to hibernate early (the
             // pool is full and another tenant is under its share).
             let evicted = residence.tenant.as_ref().map(|t| (t, node.idle.park(t, &key)));
@@ -40,6 +41,7 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                 received = rx.recv() => Some(received),
                 () = tokio::time::sleep(node.limits.idle()) => None,
                 () = early => None,
+                () = node.draining_started() => None,
             };
             if let Some((tenant, _)) = &evicted {
                 node.idle.unpark(tenant, &key);
@@ -53,7 +55,14 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
             rx.try_recv().ok()
         };
         match next {
-            Some(event) => handle(&node, &mut residence, event).await,
+            Some(event) => {
+                // The first event after the drain began finds its actor
+                // given up: it, and every later one, goes to the next owner.
+                if node.arrived_draining(event.arrived) {
+                    give_up(&node, &mut residence).await;
+                }
+                handle(&node, &mut residence, event).await
+            }
             None => {
                 // Its writes are durable before a new task for the actor can
                 // read them and answer.
@@ -62,17 +71,34 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                 }
                 // The epoch is kept before a new task for the actor can
                 // start and look for it.
+                // A draining node keeps no epoch: it releases the actor, so
+                // another node takes it at once.
+                let draining = node.is_draining();
                 let keep = || {
                     let current = node.tenure.load(std::sync::atomic::Ordering::Acquire);
-                    if let Some(epoch) = residence.epoch.filter(|_| residence.tenure == current) {
+                    if let Some(epoch) = residence.epoch.filter(|_| residence.tenure == current && !draining) {
                         node.owned.keep(&key, epoch);
                     }
                 };
                 if node.mailboxes.retire(&key, &rx, keep) {
+                    if let (true, Some(actor), Some(epoch)) = (draining, &residence.actor, residence.epoch) {
+                        node.release(actor, epoch).await;
+                    }
                     return;
                 }
             }
         }
+    }
+}
+
+/// Hibernates the actor and releases it (a draining node), so that its
+/// next event is admitted afresh: elsewhere.
+async fn give_up(node: &NodeInner, residence: &mut Residence) {
+    if let (Some(actor), Some(epoch)) = (residence.actor.clone(), residence.epoch.take()) {
+        residence.instance = None;
+        residence.lease = None;
+        residence.share = None;
+        node.release(&actor, epoch).await;
     }
 }
 

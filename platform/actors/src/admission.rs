@@ -62,6 +62,19 @@ pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: bool) -> Re
         return node.store.wake(actor, create, &node.id).await.map_err(unavailable);
     };
     let key = wasmkeep_core::MailboxKey::of(actor);
+    if node.is_draining() {
+        // A draining node takes no actor: its owner runs it, or another
+        // node that takes actors; with none, the client retries.
+        let owner = node.store.owner(actor).await.map_err(unavailable)?;
+        let to = owner.filter(|o| *o != node.id && remote.is_alive(o)).or_else(|| remote.successor(&key));
+        return match to {
+            Some(owner) => {
+                remote.note(&key, Some(&owner));
+                Err(Refusal::Elsewhere { owner })
+            }
+            None => Err(Refusal::Capacity),
+        };
+    }
     match node.store.take(actor, create, &node.id, remote.dead_before_ms()).await.map_err(unavailable)? {
         Take::Owned { epoch, created } => {
             remote.note(&key, None);
@@ -122,6 +135,7 @@ pub(crate) async fn admit(
         Some(epoch) => epoch,
         None => *residence.epoch.insert(wake_or_create(node, &actor, wake.create, tenant.as_deref()).await?),
     };
+    residence.actor.get_or_insert_with(|| actor.clone());
     let limits = tenant.as_ref().map_or_else(|| node.limits.clone(), |t| t.limits.clone());
     // Quotas: the actor's events per second (a socket's message or close
     // is the socket's traffic, bounded by its own limits), and the

@@ -7,6 +7,7 @@ mod actor_host;
 mod admission;
 mod app;
 mod calls;
+mod drain;
 mod event;
 mod front;
 mod mailbox;
@@ -193,6 +194,8 @@ pub(crate) struct NodeInner {
     pub tenure: std::sync::atomic::AtomicU64,
     /// When actors this node ran last had an event.
     pub last_events: residence::LastEvents,
+    /// Since when the node drains, if it does (`drain.rs`).
+    pub draining: tokio::sync::watch::Sender<Option<Instant>>,
     /// Resident actors waiting for an event, per tenant with a plan.
     pub idle: IdleActors<TenantId, MailboxKey>,
 }
@@ -341,6 +344,7 @@ impl Node {
             owned: residence::Owned::default(),
             tenure: std::sync::atomic::AtomicU64::new(0),
             last_events: residence::LastEvents::default(),
+            draining: tokio::sync::watch::Sender::new(None),
             idle: IdleActors::default(),
             limits: Arc::new(config.limits),
             runtime,
@@ -368,6 +372,11 @@ impl Node {
     /// call limit from now.
     pub fn envelope(&self, app: &Arc<AppRef>, target: RawAddress, origin: Origin, trace: TraceContext) -> Envelope {
         Envelope { app: app.clone(), target, origin, deadline: self.0.uncalled_deadline(app), trace }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> &str {
+        &self.0.id
     }
 
     /// Who app `id` is, as envelopes name it.

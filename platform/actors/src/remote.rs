@@ -78,6 +78,8 @@ impl std::fmt::Debug for Relayed {
 
 /// What the cluster offers the node's router.
 pub trait Remote: Send + Sync + 'static {
+    /// This node's id.
+    fn me(&self) -> &str;
     /// A heartbeat sent before this (unix ms) is a dead node's: what a take
     /// of an actor passes.
     fn dead_before_ms(&self) -> u64;
@@ -85,6 +87,9 @@ pub trait Remote: Send + Sync + 'static {
     fn is_alive(&self, node: &str) -> bool;
     /// The node believed to own `actor`, if it is another one, alive.
     fn hint(&self, actor: &MailboxKey) -> Option<String>;
+    /// Another live node that takes actors, to run `actor` while this one
+    /// drains (the same one for the same actor, as long as the nodes stay).
+    fn successor(&self, actor: &MailboxKey) -> Option<String>;
     /// Notes who owns `actor` (`None`: this node, or none known).
     fn note(&self, actor: &MailboxKey, owner: Option<&str>);
     /// This node's tenure: it grows each time the node finds it may have
@@ -142,6 +147,12 @@ pub(crate) async fn follow<T>(
         match send(owner.clone()).await {
             Ok(answer) => return Some(Ok(answer)),
             Err(HopFailure::Answer(error)) => return Some(Err(error)),
+            Err(HopFailure::Elsewhere(next)) if next == remote.me() => {
+                // The owner gave it up, to this node (it drains): the
+                // store decides here.
+                remote.note(&key, None);
+                return None;
+            }
             Err(HopFailure::Elsewhere(next)) if reroutes < REROUTES && next != owner && !next.is_empty() => {
                 reroutes += 1;
                 metrics.reroutes.inc(kind);

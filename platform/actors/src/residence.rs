@@ -20,6 +20,8 @@ pub(crate) struct Residence {
     pub instance: Option<ActorInstance<ActorEventHost>>,
     /// The owner epoch, once the actor is known to exist.
     pub epoch: Option<Epoch>,
+    /// The actor, once admission has checked its address.
+    pub actor: Option<wasmkeep_core::ActorKey>,
     /// Its name, once admission has checked it (it stays valid).
     pub name: Option<ActorName>,
     /// The pool instance it may use.

@@ -69,6 +69,14 @@ impl Node {
         };
         let key = envelope.mailbox();
         let mut owner = if self.0.mailboxes.contains(&key) { None } else { remote.hint(&key) };
+        if self.0.is_draining() {
+            // No socket opens on a draining node: it goes to the actor's
+            // next owner, or the client retries.
+            owner = owner.or_else(|| remote.successor(&key));
+            if owner.is_none() {
+                return Err(SocketOpenError::Event(EventError::ShuttingDown));
+            }
+        }
         if owner.is_none() {
             match self.open_here(envelope.clone(), socket.path.clone()).await {
                 Err(SocketOpenError::Event(EventError::Refused(Refusal::Elsewhere { owner: found }))) => {
@@ -90,6 +98,10 @@ impl Node {
     /// [`Refusal::Elsewhere`] when another node owns the actor (a relay is
     /// never sent on).
     pub async fn open_socket_relayed(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
+        // A draining node answers relays as its clients: retry (elsewhere).
+        if self.0.is_draining() {
+            return Err(SocketOpenError::Event(EventError::ShuttingDown));
+        }
         self.open_here(envelope, path).await
     }
 

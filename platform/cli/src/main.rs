@@ -55,6 +55,9 @@ enum Command {
     Actors(client::ActorsArgs),
     /// The operator's cluster tools (`cluster init`).
     Cluster(cluster::ClusterArgs),
+    /// Drain a node (the operator's token): its actors and sockets move to
+    /// the other nodes of its cluster, then it stops.
+    Drain(client::DrainArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
             Command::Tokens(args) => client::tokens(args).await,
             Command::Actors(args) => client::actors(args).await,
             Command::Cluster(args) => cluster::run(args),
+            Command::Drain(args) => client::drain(args).await,
         }
     });
     match result {

@@ -140,6 +140,15 @@ async fn open_store(url: Option<&str>, data: &Path) -> Result<Arc<dyn Store>, St
     })
 }
 
+/// A node, alone or joined to a cluster.
+struct Joined {
+    node: Node,
+    ready: wasmkeep_telemetry::Readiness,
+    /// What answers signed hops (a node of a cluster).
+    hops: Option<Arc<dyn SignedHops>>,
+    membership: Option<Arc<wasmkeep_cluster::membership::Membership>>,
+}
+
 /// Makes this node one of a cluster: its QUIC port answers other nodes'
 /// signed hops, its heartbeat goes into the store every second, events for
 /// actors other nodes own go to them, and the apps the others deploy are
@@ -153,7 +162,7 @@ async fn join_cluster(
     advertise: Option<std::net::SocketAddr>,
     public_addr: std::net::SocketAddr,
     wait: Duration,
-) -> Result<(Node, wasmkeep_telemetry::Readiness, Option<Arc<dyn SignedHops>>), String> {
+) -> Result<Joined, String> {
     use wasmkeep_cluster::membership::{Load, Membership, unix_ms};
     use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
     let transport = Arc::new(wasmkeep_cluster::transport::Transport::bind(listen, dir)?);
@@ -197,7 +206,12 @@ async fn join_cluster(
     tokio::spawn(follow_apps(node.clone(), store));
     eprintln!("wasmkeep: node {} of a cluster, hops on {} (UDP)", dir.node, transport.local_addr());
     let ready = membership.clone();
-    Ok((node, Arc::new(move || ready.is_ready(unix_ms())), Some(Arc::new(hops))))
+    Ok(Joined {
+        node,
+        ready: Arc::new(move || ready.is_ready(unix_ms())),
+        hops: Some(Arc::new(hops)),
+        membership: Some(membership),
+    })
 }
 
 /// Loads, every second, the apps and versions other nodes activated.
@@ -246,6 +260,20 @@ async fn restore(node: &Node, store: &dyn Store, plans: &Plans) -> Result<usize,
 }
 
 /// Ends on SIGTERM or Ctrl-C.
+/// Drains a node of a cluster before it stops: its heartbeat says
+/// `draining` (no `take`; `/readyz` answers 503) and the node gives its
+/// actors and sockets to the others (`Node::drain`).
+async fn drain(node: &Node, membership: &wasmkeep_cluster::membership::Membership) {
+    use wasmkeep_cluster::membership::unix_ms;
+    eprintln!("wasmkeep: draining");
+    membership.start_draining();
+    if let Err(e) = membership.beat(unix_ms()).await {
+        tracing::warn!(error = %e, "the draining heartbeat could not be written");
+    }
+    node.drain(node.limits().shutdown_grace()).await;
+    eprintln!("wasmkeep: drained");
+}
+
 async fn stop_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
@@ -299,7 +327,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         values: Arc::new(value_key),
         egress_roots,
     };
-    let (node, ready, hops) = match (&secrets, cfg.cluster.cluster_listen) {
+    let Joined { node, ready, hops, membership } = match (&secrets, cfg.cluster.cluster_listen) {
         (Secrets::Cluster(_, dir), Some(listen)) => {
             let advertise = cfg.cluster.cluster_advertise;
             let wait = Duration::from_secs(cfg.cluster.failover_wait_secs);
@@ -307,7 +335,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         }
         _ => {
             let node = Node::new(config, store.clone()).map_err(|e| format!("starting the node: {e}"))?;
-            (node, wasmkeep_telemetry::always_ready(), None)
+            Joined { node, ready: wasmkeep_telemetry::always_ready(), hops: None, membership: None }
         }
     };
     // A signed hop on the public port is a client's header, unless allowed.
@@ -322,6 +350,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         crate::config::serve_metrics(&node, addr, ready).await?;
     }
 
+    let drain_asked = Arc::new(tokio::sync::Notify::new());
     let service = Arc::new(Service {
         node: node.clone(),
         store,
@@ -335,6 +364,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         public_port: Some(public_addr.port()).filter(|p| *p != if tls.is_some() { 443 } else { 80 }),
         limits: RateLimits::new(cfg.rates),
         started: wasmkeep_tenants::api::unix_now(),
+        drain: drain_asked.clone(),
     });
     let forget = service.clone();
     tokio::spawn(async move {
@@ -357,8 +387,15 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     };
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let api_task = tokio::spawn(wasmkeep_tenants::api::serve(api, service, acceptor.clone(), stopped(stop_rx.clone())));
+    let draining = node.clone();
     tokio::spawn(async move {
-        stop_signal().await;
+        tokio::select! {
+            () = stop_signal() => {}
+            () = drain_asked.notified() => {}
+        }
+        if let Some(membership) = membership {
+            drain(&draining, &membership).await;
+        }
         eprintln!("wasmkeep: stopping");
         let _ = stop_tx.send(true);
     });

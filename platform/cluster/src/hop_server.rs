@@ -210,9 +210,10 @@ fn failure_answer(failure: Failure) -> HttpResponse {
     }
 }
 
-/// The host's error on a hop's answer.
+/// The host's error on a hop's answer: as a client would have it (its
+/// status, `Retry-After`, text), with the error itself for the sender.
 fn error_answer(error: &EventError) -> HttpResponse {
-    let mut response = plain(hop_answer::status(error), &error.to_string());
+    let mut response = wasmkeep_edge::render(Failure::Event(error.clone()));
     let value = HeaderValue::try_from(hop_answer::encode(error)).expect("an encoded error is visible ASCII");
     response.headers_mut().insert(ERROR, value);
     response

@@ -13,6 +13,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use wasmkeep_actors::{Answering, HopFailure, RelayStream, Relayed, Remote, Request, Response, SocketRequest};
 use wasmkeep_core::head::{self, ERROR, is_reserved};
+use wasmkeep_core::heartbeat::NodeState;
 use wasmkeep_core::signature::{CALL_NAMES, EMPTY_BODY_SHA256};
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
 
@@ -210,6 +211,10 @@ impl Peers {
 }
 
 impl Remote for Peers {
+    fn me(&self) -> &str {
+        &self.me
+    }
+
     fn dead_before_ms(&self) -> u64 {
         self.membership.dead_before_ms(unix_ms())
     }
@@ -224,6 +229,22 @@ impl Remote for Peers {
 
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
         self.hints.get(actor).filter(|owner| *owner != self.me && self.is_alive(owner))
+    }
+
+    fn successor(&self, actor: &MailboxKey) -> Option<String> {
+        // Rendezvous hashing: the live node taking actors that scores
+        // highest for this actor, so every draining node picks the same.
+        let score = |node: &str| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&(node, actor), &mut h);
+            std::hash::Hasher::finish(&h)
+        };
+        self.membership
+            .alive(unix_ms())
+            .into_iter()
+            .filter(|peer| peer.node != self.me && peer.capabilities.take && peer.state == NodeState::Serving)
+            .max_by_key(|peer| score(&peer.node))
+            .map(|peer| peer.node)
     }
 
     fn note(&self, actor: &MailboxKey, owner: Option<&str>) {

@@ -17,6 +17,9 @@ pub const CLASS_INTERNAL: Close = Close { code: 1008, reason: "the class is inte
 pub const ACTOR_GONE: Close = Close { code: 1000, reason: "the actor no longer exists" };
 /// The actor deleted itself.
 pub const ACTOR_DELETED: Close = Close { code: 1000, reason: "the actor was deleted" };
+/// The node is draining (RFC 6455 1012, service restart): the client
+/// reconnects, and reaches its actor on another node.
+pub const DRAINING: Close = Close { code: 1012, reason: "the node is draining; reconnect" };
 /// The actor's mailbox could not take a message (try again later).
 pub const OVERLOADED: Close = Close { code: 1013, reason: "the actor is overloaded" };
 /// The client does not read what the actor sends.

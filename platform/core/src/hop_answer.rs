@@ -77,12 +77,10 @@
 
 use std::borrow::Cow;
 
-use http::StatusCode;
-
 use crate::heartbeat::is_node_id;
 use crate::names::{self, NameError};
 use crate::quota::Quota;
-use crate::refusal::{EventError, Failure, Refusal};
+use crate::refusal::{EventError, Refusal};
 
 /// Longest text an argument holds, in bytes (decoded).
 pub const TEXT_MAX: usize = 512;
@@ -130,13 +128,6 @@ pub enum HopAnswerError {
     UnknownNameError(String),
     #[error("elsewhere: {0:?} is not a node id")]
     BadOwner(String),
-}
-
-/// The status a hop's answer carries beside the header: the status a
-/// client would get for `error` ([`Failure::answer`]'s).
-pub fn status(error: &EventError) -> StatusCode {
-    let (status, _) = Failure::Event(error.clone()).status();
-    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// The value of the hop's error header for `error`: visible ASCII and

@@ -197,6 +197,11 @@ impl<K: Hash + Eq + Clone, O: Clone> Registry<K, O> {
         }
     }
 
+    /// Every open socket, by id.
+    pub fn all(&self) -> Vec<ConnId> {
+        self.lock().sockets.keys().copied().collect()
+    }
+
     /// Sockets open on the node.
     pub fn len(&self) -> usize {
         self.lock().sockets.len()

@@ -64,6 +64,8 @@ pub struct Service {
     pub limits: RateLimits,
     /// When the node started (unix seconds): usage counts from here.
     pub started: i64,
+    /// Told when the operator asks this node to drain and stop.
+    pub drain: Arc<tokio::sync::Notify>,
 }
 
 /// The bytes of one value.
@@ -80,6 +82,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/v1/tenants/{tenant}/plan"),
     ("POST", "/v1/tenants/{tenant}/suspend"),
     ("POST", "/v1/tenants/{tenant}/resume"),
+    ("POST", "/v1/node/drain"),
     ("POST", "/v1/tokens"),
     ("GET", "/v1/tokens"),
     ("DELETE", "/v1/tokens/{id}"),
@@ -108,6 +111,7 @@ fn endpoint(method: &str, path: &str) -> MethodRouter<Arc<Service>> {
         ("PUT", "/v1/tenants/{tenant}/plan") => put(tenants::set_plan),
         ("POST", "/v1/tenants/{tenant}/suspend") => post(tenants::suspend),
         ("POST", "/v1/tenants/{tenant}/resume") => post(tenants::resume),
+        ("POST", "/v1/node/drain") => post(tenants::drain),
         ("POST", "/v1/tokens") => post(tokens::create),
         ("GET", "/v1/tokens") => get(tokens::list),
         ("DELETE", "/v1/tokens/{id}") => delete(tokens::revoke),

@@ -157,3 +157,14 @@ pub async fn resume(
 ) -> Result<Json<Value>, ApiError> {
     set_suspended(&service, &caller, &name, false).await
 }
+
+/// `POST /v1/node/drain` (operator): the node drains, then stops.
+pub async fn drain(
+    State(service): State<Arc<Service>>,
+    caller: Caller,
+) -> Result<(http::StatusCode, Json<Value>), ApiError> {
+    caller.operator()?;
+    service.drain.notify_one();
+    let answer = json!({"node": service.node.id(), "state": "draining"});
+    Ok((http::StatusCode::ACCEPTED, Json(answer)))
+}

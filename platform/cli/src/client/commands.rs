@@ -94,6 +94,20 @@ pub async fn apps(args: AppsArgs) -> Result<(), String> {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct DrainArgs {
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// Asks the node behind `--api` to drain and stop (the operator's token).
+pub async fn drain(args: DrainArgs) -> Result<(), String> {
+    let api = Api::new(&args.api)?;
+    let answer = api.call("POST", "/v1/node/drain", None).await?;
+    println!("node {} is draining; it stops once its actors have moved", text(&answer["node"]));
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
 pub struct ValuesArgs {
     #[command(subcommand)]
     pub command: ValuesCommand,

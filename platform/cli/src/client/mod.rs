@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use commands::{
-    ActorsArgs, AppsArgs, DeployArgs, SignupArgs, TokensArgs, ValuesArgs, actors, apps, deploy, signup, tokens, values,
+    ActorsArgs, AppsArgs, DeployArgs, DrainArgs, SignupArgs, TokensArgs, ValuesArgs, actors, apps, deploy, drain,
+    signup, tokens, values,
 };
 
 /// Where the API is and who calls it: flags, then `WASMKEEP_API` /
