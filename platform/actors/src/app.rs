@@ -95,6 +95,17 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
         self.values.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Replaces every value for the next events, if they differ; answers
+    /// whether they did.
+    pub(crate) fn replace_values(&self, next: BTreeMap<String, String>) -> bool {
+        let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
+        if **values == next {
+            return false;
+        }
+        *values = Arc::new(next);
+        true
+    }
+
     /// Sets (or, with `None`, removes) a value for the next events.
     pub(crate) fn set_value(&self, name: &str, value: Option<&str>) {
         let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
@@ -257,6 +268,11 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
         self.by_name.entry(tenant).or_default().insert(name, id);
         self.by_id.insert(id, app.clone());
         app
+    }
+
+    /// Every app's id.
+    pub fn ids(&self) -> Vec<AppId> {
+        self.by_id.keys().copied().collect()
     }
 
     pub fn remove(&mut self, id: AppId) {

@@ -481,11 +481,46 @@ impl Node {
     /// Deletes an app: its sockets close, its events are refused from now
     /// on, and its versions, values, actors and their storage leave the store.
     pub async fn delete_app(&self, app: AppId) -> Result<(), DeployFailure> {
+        self.forget_app(app);
+        self.0.store.delete_app(app).await?;
+        Ok(())
+    }
+
+    /// Forgets an app another node deleted: its sockets here close, and its
+    /// events are refused from now on.
+    pub fn forget_app(&self, app: AppId) {
         self.0.apps.write().unwrap_or_else(|p| p.into_inner()).remove(app);
         let gone = wasmkeep_core::close::ACTOR_GONE;
         self.0.sockets.close_where(|k: &MailboxKey| k.app == app, gone.code, gone.reason);
-        self.0.store.delete_app(app).await?;
-        Ok(())
+    }
+
+    /// The apps this node has loaded.
+    pub fn app_ids(&self) -> Vec<AppId> {
+        self.0.apps.read().unwrap_or_else(|p| p.into_inner()).ids()
+    }
+
+    /// Reads `app`'s values from the store again (another node may have
+    /// set or removed one); answers whether they changed here.
+    pub async fn reload_values(&self, app: AppId) -> Result<bool, DeployFailure> {
+        let Some(entry) = self.0.app(app) else { return Ok(false) };
+        let values = self.open_values(&entry.reference).await?;
+        Ok(entry.replace_values(values))
+    }
+
+    /// `app`'s values as the store has them, opened.
+    async fn open_values(&self, reference: &AppRef) -> Result<BTreeMap<String, String>, DeployFailure> {
+        let mut values = BTreeMap::new();
+        for (name, sealed) in self.0.store.values(reference.id).await? {
+            match self.0.values.open(&value_context(reference.id, &name), &sealed) {
+                Some(plain) => {
+                    values.insert(name, String::from_utf8_lossy(&plain).into_owned());
+                }
+                // Sealed under another key: the app sees it unset, and
+                // setting it again mends it.
+                None => tracing::warn!(app = %reference, value = %name, "a value does not open with this key"),
+            }
+        }
+        Ok(values)
     }
 
     /// The app a hosted node's public port reaches under `tenant`'s name.
@@ -646,17 +681,7 @@ impl Node {
         if let Some(app) = self.0.app(reference.id) {
             return Ok(app);
         }
-        let mut values = BTreeMap::new();
-        for (name, sealed) in self.0.store.values(reference.id).await? {
-            match self.0.values.open(&value_context(reference.id, &name), &sealed) {
-                Some(plain) => {
-                    values.insert(name, String::from_utf8_lossy(&plain).into_owned());
-                }
-                // Sealed under another key: the app sees it unset, and
-                // setting it again mends it.
-                None => tracing::warn!(app = %reference, value = %name, "a value does not open with this key"),
-            }
-        }
+        let values = self.open_values(&reference).await?;
         let label: Arc<str> = reference.to_string().into();
         let egress = self.0.egress_for(&reference, &label);
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());

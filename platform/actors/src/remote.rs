@@ -144,7 +144,14 @@ pub(crate) async fn follow<T>(
     let key = envelope.mailbox();
     let mut reroutes = 0;
     loop {
-        match send(owner.clone()).await {
+        // An owner that dies while the hop is on its way never answers: its
+        // heartbeat ageing out ends the wait (a node that took the actor
+        // since fences any late commit of the dead one's).
+        let answered = tokio::select! {
+            answered = send(owner.clone()) => answered,
+            () = until_dead(remote, &owner) => Err(HopFailure::Unreachable(format!("node {owner} died"))),
+        };
+        match answered {
             Ok(answer) => return Some(Ok(answer)),
             Err(HopFailure::Answer(error)) => return Some(Err(error)),
             Err(HopFailure::Elsewhere(next)) if next == remote.me() => {
@@ -179,6 +186,17 @@ pub(crate) async fn follow<T>(
                     tokio::time::sleep(RECHECK.min(envelope.deadline - Instant::now())).await;
                 }
             }
+        }
+    }
+}
+
+/// Completes once node `node` is no longer alive (looked at every
+/// [`RECHECK`], the first time after one).
+async fn until_dead(remote: &dyn Remote, node: &str) {
+    loop {
+        tokio::time::sleep(RECHECK).await;
+        if !remote.is_alive(node) {
+            return;
         }
     }
 }

@@ -203,7 +203,6 @@ async fn join_cluster(
     });
     membership.beat(unix_ms()).await.map_err(|e| format!("the first heartbeat: {e}"))?;
     membership.run();
-    tokio::spawn(follow_apps(node.clone(), store));
     eprintln!("wasmkeep: node {} of a cluster, hops on {} (UDP)", dir.node, transport.local_addr());
     let ready = membership.clone();
     Ok(Joined {
@@ -214,40 +213,66 @@ async fn join_cluster(
     })
 }
 
-/// Loads, every second, the apps and versions other nodes activated.
-async fn follow_apps(node: Node, store: Arc<dyn Store>) {
+/// Follows, every second, what the provisioning API of another node
+/// changed in the store: tenants' plans and suspensions, apps created,
+/// activated or deleted, and apps' values.
+async fn follow_control_plane(node: Node, store: Arc<dyn Store>, plans: Plans) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut tenants: std::collections::HashMap<String, (String, bool)> = std::collections::HashMap::new();
     loop {
         tick.tick().await;
-        let apps = match store.all_apps().await {
-            Ok(apps) => apps,
-            Err(e) => {
-                tracing::warn!(error = %e, "the apps could not be read");
-                continue;
-            }
-        };
-        for app in apps {
-            if app.active.is_none() || node.active_version(app.id) == app.active {
-                continue;
-            }
+        if let Err(e) = follow_once(&node, &*store, &plans, &mut tenants).await {
+            tracing::warn!(error = %e, "the control plane could not be read");
+        }
+    }
+}
+
+async fn follow_once(
+    node: &Node,
+    store: &dyn Store,
+    plans: &Plans,
+    seen: &mut std::collections::HashMap<String, (String, bool)>,
+) -> Result<(), String> {
+    for tenant in store.tenants().await.map_err(|e| e.to_string())? {
+        let now = (tenant.plan.clone(), tenant.suspended);
+        if seen.get(&tenant.id) == Some(&now) {
+            continue;
+        }
+        apply_tenant(node, plans, &tenant);
+        seen.insert(tenant.id.clone(), now);
+    }
+    let apps = store.all_apps().await.map_err(|e| e.to_string())?;
+    let stored: std::collections::HashSet<_> = apps.iter().map(|a| a.id).collect();
+    for gone in node.app_ids().into_iter().filter(|id| !stored.contains(id)) {
+        node.forget_app(gone);
+    }
+    for app in apps {
+        if app.active.is_some() && node.active_version(app.id) != app.active {
             let (Ok(tenant), Ok(name)) = (TenantId::parse(&app.tenant), AppName::parse(&app.name)) else { continue };
             let reference = AppRef { id: app.id, tenant, name };
             if let Err(e) = node.restore(reference).await {
                 tracing::warn!(app = %app.name, error = %e, "an app another node activated could not be loaded");
             }
         }
+        node.reload_values(app.id).await.map_err(|e| e.to_string())?;
     }
+    Ok(())
+}
+
+/// Puts a stored tenant's plan and suspension on the node.
+fn apply_tenant(node: &Node, plans: &Plans, tenant: &wasmkeep_storage::TenantRecord) {
+    let Ok(id) = TenantId::parse(&tenant.id) else { return };
+    match plans.get(&tenant.plan) {
+        Some(plan) => node.set_tenant_plan(&id, Some(plan.clone())),
+        None => tracing::warn!(tenant = %id, plan = %tenant.plan, "no such plan; the node's limits apply"),
+    }
+    node.set_suspended(&id, tenant.suspended);
 }
 
 /// Brings the store's tenants (plans, suspensions) and apps onto the node.
 async fn restore(node: &Node, store: &dyn Store, plans: &Plans) -> Result<usize, String> {
     for tenant in store.tenants().await.map_err(|e| e.to_string())? {
-        let Ok(id) = TenantId::parse(&tenant.id) else { continue };
-        match plans.get(&tenant.plan) {
-            Some(plan) => node.set_tenant_plan(&id, Some(plan.clone())),
-            None => tracing::warn!(tenant = %id, plan = %tenant.plan, "no such plan; the node's limits apply"),
-        }
-        node.set_suspended(&id, tenant.suspended);
+        apply_tenant(node, plans, &tenant);
     }
     let apps = store.all_apps().await.map_err(|e| e.to_string())?;
     for app in &apps {
@@ -341,6 +366,9 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     // A signed hop on the public port is a client's header, unless allowed.
     let hops = hops.filter(|_| cfg.cluster.cluster_plaintext == Plaintext::Allow);
     let apps = restore(&node, &*store, &plans).await?;
+    if membership.is_some() {
+        tokio::spawn(follow_control_plane(node.clone(), store.clone(), plans.clone()));
+    }
 
     let api = tokio::net::TcpListener::bind(cfg.api_listen)
         .await
