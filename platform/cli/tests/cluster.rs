@@ -178,10 +178,44 @@ async fn three_nodes_serve_the_counter_the_shop_and_the_chat_through_any_port() 
     assert!(c.metric("wasmkeep_forwards_total{kind=\"handoff\"} ").await >= 2.0, "two of three sockets were relayed");
     assert!(c.metric("wasmkeep_forwards_total{kind=\"call\"} ").await >= 1.0, "the fronts' calls went to owners");
     assert!(c.metric("wasmkeep_forwards_total{kind=\"request\"} ").await >= 20.0, "two thirds of the counter's");
-    // The room is not public on any node.
+    // The room is not public on any node; under `--cluster-plaintext
+    // refuse` (the default) a node's signature on the public port is a
+    // client's header: not read, the upgrade is an outside one.
     for node in &c.nodes {
         assert_eq!(node.public("chat.alpha.localhost", "/actor/room/lobby/").await.0, 403);
     }
+    let secret = wasmkeep_cluster::ClusterDir::load(c.dir.path(), &wasmkeep_cluster::NodeId::parse("a").unwrap())
+        .unwrap()
+        .secret;
+    let believed_elsewhere = signed(&secret, relay("alpha/chat", Some("alpha/_front/main"), true), now_ms());
+    assert_eq!(send(b, &believed_elsewhere, true).await, 403);
+
+    // The operator's and the tenant's changes through one node hold on all:
+    // a suspension, then the resumption, then an app deleted.
+    let operator = c.operator_token();
+    assert_eq!(n3.api("POST", "/v1/tenants/alpha/suspend", Some(&operator), None).await.0, 200);
+    for node in &c.nodes {
+        assert!(until(|| async { node.public("shop.alpha.localhost", "/").await.0 == 503 }).await, "suspended");
+    }
+    assert_eq!(a.api("POST", "/v1/tenants/alpha/resume", Some(&operator), None).await.0, 200);
+    for node in &c.nodes {
+        assert!(until(|| async { node.public("shop.alpha.localhost", "/").await.0 == 200 }).await, "resumed");
+    }
+    assert_eq!(b.api("DELETE", "/v1/apps/shop", Some(&token), None).await.0, 204);
+    for node in &c.nodes {
+        assert!(until(|| async { node.public("shop.alpha.localhost", "/").await.0 == 404 }).await, "deleted");
+    }
+}
+
+/// Whether `check` holds within 5 s.
+async fn until<F: std::future::Future<Output = bool>>(check: impl Fn() -> F) -> bool {
+    for _ in 0..50 {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
 }
 
 /// A relayed hand-off's head to the chat's room `lobby`, as a node sends it
@@ -207,6 +241,8 @@ fn relay(app: &str, caller: Option<&str>, mark: bool) -> http::HeaderMap {
     }
     head
 }
+
+use wasmkeep_cluster::membership::unix_ms as now_ms;
 
 const ROOM: &str = "/actor/room/lobby/?user=mallory";
 
@@ -248,7 +284,7 @@ async fn forged_signatures_get_the_seeds_answers_from_the_real_binary() {
     until_everywhere(&c, "chat.alpha.localhost", "/").await;
     let id = wasmkeep_cluster::NodeId::parse("a").unwrap();
     let secret = wasmkeep_cluster::ClusterDir::load(c.dir.path(), &id).unwrap().secret;
-    let now = wasmkeep_cluster::membership::unix_ms;
+    let now = now_ms;
     let front = || relay("alpha/chat", Some("alpha/_front/main"), true);
     // The front's hand-off, signed as a node signs it: opened.
     let good = signed(&secret, front(), now());
