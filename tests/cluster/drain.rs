@@ -117,5 +117,8 @@ async fn a_draining_node_hands_its_actors_and_sockets_to_the_others_losing_nothi
         http::Request::get("/actor/open/other/x").body(http_body_util::Full::new(bytes::Bytes::new())).unwrap();
     *req.headers_mut() = relay;
     let answer = b.transport.request("a", a.transport.local_addr(), req).await.unwrap();
-    assert_eq!((answer.status().as_u16(), answer.headers().get("retry-after").unwrap().to_str().unwrap()), (503, "1"));
+    let head = |name: &str| answer.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(answer.status().as_u16(), 503);
+    assert_eq!(head("retry-after").as_deref(), Some("1"));
+    assert_eq!(head("x-wasmkeep-error").as_deref(), Some("shutting_down"), "the node says it is leaving");
 }
