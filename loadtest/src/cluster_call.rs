@@ -12,7 +12,10 @@
 //!   trip on the same machine in the same run: a quinn bidirectional
 //!   stream on a kept connection with the cluster's own mutual-TLS configs
 //!   (`wasmkeep_cluster::tls`, the identities of `a` and `b`), open, write
-//!   64 bytes, finish, read the echo. Rounds alternate between the three.
+//!   64 bytes, finish, read the echo. A fourth line places the hop between
+//!   the two: a signed `GET /ping` carried by `a`'s own transport to the
+//!   callee on `b`, no guest and no router on `a`'s side. Rounds alternate
+//!   between the four.
 //! - `call_many`: `calls.call-many` of 16 callees spread over the three
 //!   nodes (each callee waiting 20 ms in a guest sleep, as `call-many`),
 //!   against one such call to a callee on `b`, against 16 callees all on
@@ -23,7 +26,10 @@ use std::time::{Duration, Instant};
 
 use wasmkeep_actors::Request;
 use wasmkeep_cluster::cluster_dir::ClusterDir;
+use wasmkeep_cluster::membership::unix_ms;
+use wasmkeep_cluster::signing::{Signer, body_sha256};
 use wasmkeep_cluster::tls;
+use wasmkeep_core::signature::CALL_NAMES;
 use wasmkeep_core::{AppId, Origin, RawAddress};
 use wasmkeep_tests::cluster::{Member, cluster, forwarded};
 
@@ -92,7 +98,8 @@ impl RawQuic {
         });
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls::client_config(client)?)
             .map_err(|e| format!("QUIC: {e}"))?;
-        let mut dialling = quinn::Endpoint::client("127.0.0.1:0".parse().expect("an address")).map_err(|e| e.to_string())?;
+        let mut dialling =
+            quinn::Endpoint::client("127.0.0.1:0".parse().expect("an address")).map_err(|e| e.to_string())?;
         dialling.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
         let connection = dialling
             .connect(addr, server.node.as_str())
@@ -126,6 +133,40 @@ impl RawQuic {
     }
 }
 
+/// A step between the floor and the call: a signed hop carried by node
+/// `a`'s own transport to `b` (`GET /ping` of `actor` as an outside
+/// request event: the head, its signature, HTTP/1.1 on a QUIC stream of
+/// the kept connection, the check on `b`, the event there, the answer
+/// read), with no guest and no router on `a`'s side.
+async fn hop_bench(a: &Member, b: &Member, actor: &str, n: usize) -> Result<Vec<Duration>, String> {
+    use http_body_util::{BodyExt, Full};
+    let signer = Signer::new(a.dir.node.as_str(), &a.dir.secret);
+    let path = http::uri::PathAndQuery::from_static("/ping");
+    let (to, addr) = (b.dir.node.as_str(), b.transport.local_addr());
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let mut head = http::HeaderMap::new();
+        head.insert("x-wasmkeep-app", http::HeaderValue::from_static("t/app"));
+        head.insert("x-wasmkeep-target", http::HeaderValue::try_from(actor).map_err(|e| e.to_string())?);
+        head.insert("x-wasmkeep-deadline", http::HeaderValue::from_static("5000"));
+        signer
+            .sign(&http::Method::GET, &path, &body_sha256(b""), &mut head, &CALL_NAMES, unix_ms())
+            .map_err(|e| e.to_string())?;
+        let mut hop =
+            http::Request::get(path.clone()).body(Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
+        *hop.headers_mut() = head;
+        let answer = a.transport.request(to, addr, hop).await.map_err(|e| e.to_string())?;
+        let status = answer.status();
+        answer.into_body().collect().await.map_err(|e| e.to_string())?;
+        samples.push(t.elapsed());
+        if status != http::StatusCode::OK {
+            return Err(format!("the signed hop was answered {status}"));
+        }
+    }
+    Ok(samples)
+}
+
 pub fn call(args: &[String]) -> Result<(), String> {
     let n: usize = flag(args, "--n", 2000)?;
     let rounds: usize = flag(args, "--rounds", 4)?;
@@ -143,7 +184,8 @@ pub fn call(args: &[String]) -> Result<(), String> {
         call_bench(a, app, "probe/remote", 100).await?;
         call_bench(a, app, "probe/local", 100).await?;
         raw.bench(100).await?;
-        let (mut cross, mut same, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+        hop_bench(a, b, "probe/remote", 100).await?;
+        let (mut cross, mut same, mut floor, mut hop) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let hops_before = forwarded(a, "call");
         for _ in 0..rounds {
             cross.extend(call_bench(a, app, "probe/remote", per_round).await?);
@@ -153,12 +195,14 @@ pub fn call(args: &[String]) -> Result<(), String> {
                 return Err("a call to the callee on a's own node was forwarded".into());
             }
             floor.extend(raw.bench(per_round).await?);
+            hop.extend(hop_bench(a, b, "probe/remote", per_round).await?);
         }
         let hops = forwarded(a, "call") - hops_before;
         if hops != cross.len() as u64 {
             return Err(format!("{hops} calls forwarded for {} cross-node calls", cross.len()));
         }
-        let (cross, same, floor) = (stats::summarize(cross), stats::summarize(same), stats::summarize(floor));
+        let (cross, same, floor, hop) =
+            (stats::summarize(cross), stats::summarize(same), stats::summarize(floor), stats::summarize(hop));
         println!(
             "cluster-call: actors.call round trip, guest to guest, 3 nodes in one process, {} samples each in {rounds} alternating rounds, one run",
             cross.n
@@ -166,6 +210,7 @@ pub fn call(args: &[String]) -> Result<(), String> {
         println!("  cross-node (a -> b, signed QUIC hop) {cross}");
         println!("  same node (a -> a)                  {same}");
         println!("  raw QUIC round trip (quinn, mTLS)   {floor}");
+        println!("  (signed hop a -> b, no guest)       {hop}");
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let added = us(cross.p50) - us(same.p50);
         let ratio = added / us(floor.p50);
@@ -224,7 +269,9 @@ pub fn call_many(args: &[String]) -> Result<(), String> {
         }
         let (b, c) = (forwarded(a, "call"), [&m[1], &m[2]].map(|m| forwarded(m, "call")));
         let mut p50 = Vec::new();
-        println!("cluster-call-many: 3 nodes in one process, callees each waiting {ms} ms, {n} samples of each, one run");
+        println!(
+            "cluster-call-many: 3 nodes in one process, callees each waiting {ms} ms, {n} samples of each, one run"
+        );
         for (name, path) in &shapes {
             let mut samples = Vec::new();
             for _ in 0..n {
