@@ -218,7 +218,7 @@ async fn join_cluster(
 /// activated or deleted, and apps' values.
 async fn follow_control_plane(node: Node, store: Arc<dyn Store>, plans: Plans) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut tenants: std::collections::HashMap<String, (String, bool)> = std::collections::HashMap::new();
+    let mut tenants: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     loop {
         tick.tick().await;
         if let Err(e) = follow_once(&node, &*store, &plans, &mut tenants).await {
@@ -231,15 +231,19 @@ async fn follow_once(
     node: &Node,
     store: &dyn Store,
     plans: &Plans,
-    seen: &mut std::collections::HashMap<String, (String, bool)>,
+    seen: &mut std::collections::HashMap<String, String>,
 ) -> Result<(), String> {
     for tenant in store.tenants().await.map_err(|e| e.to_string())? {
-        let now = (tenant.plan.clone(), tenant.suspended);
-        if seen.get(&tenant.id) == Some(&now) {
-            continue;
+        // The store's suspension is put on the node every time (a set's
+        // insert or removal), so the node holds what the store last said
+        // whatever raced it; a plan, which rebuilds the tenant's limits,
+        // only when it changed.
+        if seen.get(&tenant.id) != Some(&tenant.plan) {
+            apply_tenant(node, plans, &tenant);
+            seen.insert(tenant.id.clone(), tenant.plan.clone());
+        } else if let Ok(id) = TenantId::parse(&tenant.id) {
+            node.set_suspended(&id, tenant.suspended);
         }
-        apply_tenant(node, plans, &tenant);
-        seen.insert(tenant.id.clone(), now);
     }
     let apps = store.all_apps().await.map_err(|e| e.to_string())?;
     let stored: std::collections::HashSet<_> = apps.iter().map(|a| a.id).collect();
