@@ -13,9 +13,9 @@
 //!   stream on a kept connection with the cluster's own mutual-TLS configs
 //!   (`wasmkeep_cluster::tls`, the identities of `a` and `b`), open, write
 //!   64 bytes, finish, read the echo. A fourth line places the hop between
-//!   the two: a signed `GET /ping` carried by `a`'s own transport to the
-//!   callee on `b`, no guest and no router on `a`'s side. Rounds alternate
-//!   between the four.
+//!   the two: a signed `GET /ping` carried by `a`'s own transport
+//!   (`Transport::call`, as a call's hop) to the callee on `b`, no guest
+//!   and no router on `a`'s side. Rounds alternate between the four.
 //! - `call_many`: `calls.call-many` of 16 callees spread over the three
 //!   nodes (each callee waiting 20 ms in a guest sleep, as `call-many`),
 //!   against one such call to a callee on `b`, against 16 callees all on
@@ -135,11 +135,10 @@ impl RawQuic {
 
 /// A step between the floor and the call: a signed hop carried by node
 /// `a`'s own transport to `b` (`GET /ping` of `actor` as an outside
-/// request event: the head, its signature, HTTP/1.1 on a QUIC stream of
-/// the kept connection, the check on `b`, the event there, the answer
-/// read), with no guest and no router on `a`'s side.
+/// request event: the head, its signature, the call's HTTP/1.1 on a QUIC
+/// stream of the kept connection, the check on `b`, the event there, the
+/// answer read whole), with no guest and no router on `a`'s side.
 async fn hop_bench(a: &Member, b: &Member, actor: &str, n: usize) -> Result<Vec<Duration>, String> {
-    use http_body_util::{BodyExt, Full};
     let signer = Signer::new(a.dir.node.as_str(), &a.dir.secret);
     let path = http::uri::PathAndQuery::from_static("/ping");
     let (to, addr) = (b.dir.node.as_str(), b.transport.local_addr());
@@ -153,12 +152,10 @@ async fn hop_bench(a: &Member, b: &Member, actor: &str, n: usize) -> Result<Vec<
         signer
             .sign(&http::Method::GET, &path, &body_sha256(b""), &mut head, &CALL_NAMES, unix_ms())
             .map_err(|e| e.to_string())?;
-        let mut hop =
-            http::Request::get(path.clone()).body(Full::new(bytes::Bytes::new())).map_err(|e| e.to_string())?;
-        *hop.headers_mut() = head;
-        let answer = a.transport.request(to, addr, hop).await.map_err(|e| e.to_string())?;
+        let request = wasmkeep_cluster::wire::request_head(&http::Method::GET, &path, &head, 0);
+        let answer =
+            a.transport.call(to, addr, request, bytes::Bytes::new(), 1 << 20).await.map_err(|e| e.to_string())?;
         let status = answer.status();
-        answer.into_body().collect().await.map_err(|e| e.to_string())?;
         samples.push(t.elapsed());
         if status != http::StatusCode::OK {
             return Err(format!("the signed hop was answered {status}"));

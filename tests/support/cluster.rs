@@ -91,14 +91,7 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
             PublicPort::new(node.clone(), AppRouting::Single(deployed)).with_signed_hops(Arc::new(server.clone()));
         tokio::spawn(wasmkeep_edge::serve(listener, port, std::future::pending()));
         let serving = transport.clone();
-        tokio::spawn(async move {
-            serving
-                .serve(hyper::service::service_fn(move |req| {
-                    let server = server.clone();
-                    async move { Ok::<_, std::convert::Infallible>(server.answer(req).await) }
-                }))
-                .await
-        });
+        tokio::spawn(async move { serving.serve(server).await });
         membership.run();
         members.push((Member { node, transport, dir: cd, addr, membership: membership.clone() }, membership));
     }

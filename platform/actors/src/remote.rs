@@ -264,6 +264,32 @@ impl Router for ClusterRouter {
             (event, _) => self.local.post(envelope, event),
         }
     }
+
+    /// As [`Router::post`] then the answer, but an event for another node
+    /// is carried from the caller's own task: a call waits for its answer
+    /// anyway, and a task of its own would cost two wake-ups a call.
+    fn request(&self, envelope: Envelope, request: Request) -> Answering<'_, Result<Response, EventError>> {
+        Box::pin(async move {
+            let elsewhere = match self.node.upgrade() {
+                Some(node) if !node.mailboxes.contains(&envelope.mailbox()) => {
+                    self.remote.hint(&envelope.mailbox()).map(|owner| (owner, node.metrics.clone()))
+                }
+                _ => None,
+            };
+            let (reply, answer) = oneshot::channel();
+            match elsewhere {
+                Some((owner, metrics)) => {
+                    match ClusterRouter::carry(&self.remote, &metrics, owner, &envelope, request.clone()).await {
+                        Some(answer) => return answer,
+                        // To run here after all, never handed on twice.
+                        None => self.local.post_forwarded(envelope, EventKind::Request { request, reply })?,
+                    }
+                }
+                None => self.local.post(envelope, EventKind::Request { request, reply }).await?,
+            }
+            answer.await.unwrap_or(Err(EventError::ShuttingDown))
+        })
+    }
 }
 
 /// Hands a request event on to `owner` (the hints' guess, or the store's

@@ -193,14 +193,7 @@ async fn join_cluster(
     let hops = wasmkeep_cluster::hop_server::HopServer::new(node.clone(), verifier);
     let serving = transport.clone();
     let answering = hops.clone();
-    tokio::spawn(async move {
-        serving
-            .serve(hyper::service::service_fn(move |req| {
-                let hops = answering.clone();
-                async move { Ok::<_, std::convert::Infallible>(hops.answer(req).await) }
-            }))
-            .await
-    });
+    tokio::spawn(async move { serving.serve(answering).await });
     membership.beat(unix_ms()).await.map_err(|e| format!("the first heartbeat: {e}"))?;
     membership.run();
     eprintln!("wasmkeep: node {} of a cluster, hops on {} (UDP)", dir.node, transport.local_addr());

@@ -41,6 +41,7 @@ use wasmkeep_edge::{HttpResponse, SignedHops, full};
 
 use crate::membership::unix_ms;
 use crate::signing::{Verifier, body_sha256};
+use crate::transport::Hops;
 
 /// Answers other nodes' hops with this node's actors.
 #[derive(Clone)]
@@ -50,7 +51,11 @@ pub struct HopServer {
 }
 
 fn plain(status: StatusCode, text: &str) -> HttpResponse {
-    let mut response = http::Response::new(full(Bytes::from(format!("{text}\n"))));
+    whole(status, text).map(full)
+}
+
+fn whole(status: StatusCode, text: &str) -> http::Response<Bytes> {
+    let mut response = http::Response::new(Bytes::from(format!("{text}\n")));
     *response.status_mut() = status;
     response
 }
@@ -75,13 +80,15 @@ impl HopServer {
         Self { node, verifier }
     }
 
-    /// One request on the cluster port, answered.
-    pub async fn answer(&self, request: http::Request<Incoming>) -> HttpResponse {
-        if is_websocket_upgrade(request.method(), request.headers()) {
-            let opener = self.believe(&request);
-            return self.open(request, opener, Port::Cluster).await;
-        }
-        self.call(request).await
+    /// A call on the public port: its body read within the limit first.
+    async fn call_streamed(&self, request: http::Request<Incoming>) -> HttpResponse {
+        let (parts, body) = request.into_parts();
+        let limit = self.node.limits().body_bytes;
+        let body = match Limited::new(body, limit as usize).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the hop's body is over the limit"),
+        };
+        self.call(parts, body).await.map(full)
     }
 
     /// Whether a relayed open's signature is believed: valid over the
@@ -126,33 +133,27 @@ impl HopServer {
         }
     }
 
-    /// A call or request event from another node.
-    async fn call(&self, request: http::Request<Incoming>) -> HttpResponse {
-        let (parts, body) = request.into_parts();
-        let limit = self.node.limits().body_bytes;
-        let body = match Limited::new(body, limit as usize).collect().await {
-            Ok(body) => body.to_bytes(),
-            Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the hop's body is over the limit"),
-        };
+    /// A call or request event from another node, its body read whole.
+    async fn call(&self, parts: http::request::Parts, body: Bytes) -> http::Response<Bytes> {
         let root = http::uri::PathAndQuery::from_static("/");
         let path = parts.uri.path_and_query().unwrap_or(&root);
         if let Err(why) = self.verifier.verify(&parts.method, path, &body_sha256(&body), &parts.headers, unix_ms()) {
             tracing::warn!("a hop was refused: {why}");
-            return plain(StatusCode::FORBIDDEN, "the hop's signature was refused");
+            return whole(StatusCode::FORBIDDEN, "the hop's signature was refused");
         }
         // A signed request with the upgrade mark is a relay, only ever an
         // upgrade: never a call (seed 0027).
         if parts.headers.contains_key(UPGRADE) {
-            return plain(StatusCode::FORBIDDEN, "a signed request with the upgrade mark is not an upgrade");
+            return whole(StatusCode::FORBIDDEN, "a signed request with the upgrade mark is not an upgrade");
         }
         let apps =
             |tenant: &wasmkeep_core::TenantId, app: &wasmkeep_core::AppName| self.node.app_named(tenant, app).ok();
         let envelope = match head::from_head(&parts.headers, Instant::now(), self.node.limits().call_limit(), apps) {
             Ok(envelope) => envelope,
-            Err(head::HeadError::UnknownApp(_)) => return plain(StatusCode::NOT_FOUND, "no such app"),
+            Err(head::HeadError::UnknownApp(_)) => return whole(StatusCode::NOT_FOUND, "no such app"),
             Err(e) => {
                 tracing::warn!("a signed hop's head cannot be read: {e}");
-                return plain(StatusCode::BAD_REQUEST, "the hop's head cannot be read");
+                return whole(StatusCode::BAD_REQUEST, "the hop's head cannot be read");
             }
         };
         let headers = parts
@@ -165,7 +166,7 @@ impl HopServer {
             Request { method: parts.method.to_string(), path: path.to_string(), headers, body: body.to_vec() };
         match self.node.request_forwarded(envelope, request).await {
             Ok(answer) => {
-                let mut response = http::Response::new(full(Bytes::from(answer.body)));
+                let mut response = http::Response::new(Bytes::from(answer.body));
                 *response.status_mut() =
                     StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 for (name, value) in answer.headers {
@@ -191,7 +192,7 @@ impl SignedHops for HopServer {
     /// the client's, served as any.
     fn answer(&self, request: http::Request<Incoming>) -> Result<Answering<'_, HttpResponse>, http::Request<Incoming>> {
         if !is_websocket_upgrade(request.method(), request.headers()) {
-            return Ok(Box::pin(self.call(request)));
+            return Ok(Box::pin(self.call_streamed(request)));
         }
         match self.believe(&request) {
             Opener::Outside => Err(request),
@@ -205,16 +206,36 @@ impl SignedHops for HopServer {
 /// a socket) as a client would have it.
 fn failure_answer(failure: Failure) -> HttpResponse {
     match failure {
-        Failure::Event(error) => error_answer(&error),
+        Failure::Event(error) => error_answer(&error).map(full),
         other => wasmkeep_edge::render(other),
     }
 }
 
 /// The host's error on a hop's answer: as a client would have it (its
 /// status, `Retry-After`, text), with the error itself for the sender.
-fn error_answer(error: &EventError) -> HttpResponse {
-    let mut response = wasmkeep_edge::render(Failure::Event(error.clone()));
+fn error_answer(error: &EventError) -> http::Response<Bytes> {
+    let mut response = wasmkeep_edge::render_whole(Failure::Event(error.clone()));
     let value = HeaderValue::try_from(hop_answer::encode(error)).expect("an encoded error is visible ASCII");
     response.headers_mut().insert(ERROR, value);
     response
+}
+
+impl Hops for HopServer {
+    type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, wasmkeep_edge::BoxError>;
+
+    fn body_limit(&self) -> usize {
+        usize::try_from(self.node.limits().body_bytes).unwrap_or(usize::MAX)
+    }
+
+    fn call(&self, request: http::Request<Bytes>) -> impl Future<Output = http::Response<Bytes>> + Send {
+        let (parts, body) = request.into_parts();
+        HopServer::call(self, parts, body)
+    }
+
+    /// A relay's open on the cluster port: a WebSocket upgrade, signed or
+    /// not ([`HopServer::believe`]).
+    fn open(&self, request: http::Request<Incoming>) -> impl Future<Output = HttpResponse> + Send {
+        let opener = self.believe(&request);
+        HopServer::open(self, request, opener, Port::Cluster)
+    }
 }

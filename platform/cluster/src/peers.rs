@@ -19,7 +19,8 @@ use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
 
 use crate::membership::{Membership, unix_ms};
 use crate::signing::{Signer, body_sha256};
-use crate::transport::Transport;
+use crate::transport::{CallError, Transport};
+use crate::wire;
 
 /// Owner hints kept, at most.
 const HINTS: u64 = 100_000;
@@ -57,10 +58,13 @@ impl Peers {
     }
 
     /// The hop's request: the actor's request with the envelope's head,
-    /// signed at `now_ms`.
-    fn hop(&self, envelope: &Envelope, request: Request, now_ms: u64) -> Result<http::Request<Full<Bytes>>, String> {
+    /// signed at `now_ms`, as the call's head on the wire and its body.
+    fn hop(&self, envelope: &Envelope, request: Request, now_ms: u64) -> Result<(Bytes, Bytes), String> {
         let method = Method::from_bytes(request.method.as_bytes()).map_err(|e| e.to_string())?;
         let path: PathAndQuery = request.path.parse().map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        if path.as_str().is_empty() || !path.as_str().starts_with('/') {
+            return Err(format!("{:?} is not a path", request.path));
+        }
         let mut headers = head::to_head(envelope, Instant::now());
         for (name, value) in &request.headers {
             if is_reserved(name) {
@@ -72,16 +76,11 @@ impl Peers {
             };
             headers.append(name, value);
         }
+        let body = Bytes::from(request.body);
         self.signer
-            .sign(&method, &path, &body_sha256(&request.body), &mut headers, &CALL_NAMES, now_ms)
+            .sign(&method, &path, &body_sha256(&body), &mut headers, &CALL_NAMES, now_ms)
             .map_err(|e| e.to_string())?;
-        let mut hop = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .body(Full::new(Bytes::from(request.body)))
-            .map_err(|e| e.to_string())?;
-        *hop.headers_mut() = headers;
-        Ok(hop)
+        Ok((wire::request_head(&method, &path, &headers, body.len()), body))
     }
 
     /// Node `owner`'s cluster address, if it is alive (the store is read
@@ -107,23 +106,18 @@ impl Peers {
 
     async fn carry(&self, owner: String, envelope: Envelope, request: Request) -> Result<Response, HopFailure> {
         let (addr, now) = self.address_of(&owner).await?;
-        let hop = self.hop(&envelope, request, now).map_err(|e| HopFailure::Answer(bad_request(e)))?;
+        let (head, body) = self.hop(&envelope, request, now).map_err(|e| HopFailure::Answer(bad_request(e)))?;
         let answer =
-            self.transport.request(&owner, addr, hop).await.map_err(|e| HopFailure::Unreachable(e.to_string()))?;
+            self.transport.call(&owner, addr, head, body, self.body_limit as usize).await.map_err(|e| match e {
+                CallError::TooLarge(_) => HopFailure::Answer(EventError::AnswerTooLarge(self.body_limit)),
+                CallError::Transport(e) => HopFailure::Unreachable(e.to_string()),
+            })?;
         host_error(&owner, &answer)?;
         let status = answer.status().as_u16();
         let mut headers: Vec<(String, Vec<u8>)> =
             answer.headers().iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect();
         head::strip_pairs(&mut headers);
-        let body = Limited::new(answer.into_body(), self.body_limit as usize)
-            .collect()
-            .await
-            .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
-                Ok(_) => HopFailure::Answer(EventError::AnswerTooLarge(self.body_limit)),
-                Err(e) => HopFailure::Unreachable(format!("node {owner}'s answer broke off: {e}")),
-            })?
-            .to_bytes();
-        Ok(Response { status, headers, body: body.to_vec() })
+        Ok(Response { status, headers, body: answer.into_body().to_vec() })
     }
 }
 

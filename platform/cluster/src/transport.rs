@@ -1,22 +1,30 @@
 //! The transport between nodes: QUIC (quinn, TLS 1.3 with mutual
 //! authentication under the cluster CA), one bidirectional stream per call
 //! or relay, carrying HTTP/1.1: the request head with the hop's
-//! `x-wasmkeep-` head and signature, and the body, streamed both ways (an
-//! upgrade continues on the same stream). A connection per peer is kept
-//! and reused; a closed one is dialled again on the next hop.
+//! `x-wasmkeep-` head and signature, and the body. A call
+//! ([`Transport::call`]) writes its request whole and finishes its side,
+//! and the peer ends the stream with its answer (`wire`); a relay
+//! ([`Transport::request`]) streams both ways and its upgrade continues on
+//! the same stream. A connection per peer is kept and reused; a closed one
+//! is dialled again on the next hop.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Request, Response};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Bytes, BytesMut};
+use http::{Request, Response, StatusCode};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use wasmkeep_core::handoff::is_websocket_upgrade;
 
 use crate::cluster_dir::ClusterDir;
-use crate::tls;
+use crate::{tls, wire};
 
 /// Streams one peer may have open to this node at once: every call and
 /// relay of a busy node's fronts and actors is one.
@@ -35,6 +43,125 @@ pub enum TransportError {
     Unreachable { node: String, addr: SocketAddr, reason: String },
     #[error("the hop to node {node} failed: {reason}")]
     Failed { node: String, reason: String },
+}
+
+/// Why a call was not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("the answer's body is over {0} bytes")]
+    TooLarge(usize),
+}
+
+/// What answers the hops that reach this node.
+pub trait Hops: Clone + Send + Sync + 'static {
+    /// The body of a relay's answer.
+    type Body: Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static;
+    /// The largest call body taken; a larger one is refused unread.
+    fn body_limit(&self) -> usize;
+    /// A call: its request whole, answered whole.
+    fn call(&self, request: Request<Bytes>) -> impl Future<Output = Response<Bytes>> + Send;
+    /// A relay's open (a WebSocket upgrade): after a `101` the stream is
+    /// the socket's.
+    fn open(&self, request: Request<Incoming>) -> impl Future<Output = Response<Self::Body>> + Send;
+}
+
+/// One stream a peer opened: a call, read whole and answered whole; or a
+/// relay's open, which hyper serves (its head, already read, given back
+/// to it first).
+async fn serve_stream<H: Hops>(hops: H, mut send: quinn::SendStream, mut recv: quinn::RecvStream) {
+    let mut read = BytesMut::new();
+    let head = loop {
+        match wire::read_request(&read) {
+            Ok(Some(head)) => break head,
+            Ok(None) => {}
+            Err(e) => return refuse(send, StatusCode::BAD_REQUEST, &e.to_string()).await,
+        }
+        match recv.read_chunk(usize::MAX, true).await {
+            Ok(Some(chunk)) => read.extend_from_slice(&chunk.bytes),
+            Ok(None) | Err(_) => return,
+        }
+    };
+    if is_websocket_upgrade(&head.parts.method, &head.parts.headers) {
+        let io = TokioIo::new(Prefixed { first: read.freeze(), rest: tokio::io::join(recv, send) });
+        let open = hyper::service::service_fn(move |request| {
+            let hops = hops.clone();
+            async move { Ok::<_, std::convert::Infallible>(hops.open(request).await) }
+        });
+        // Not `keep_alive(false)`: it would answer `connection: close` on
+        // the `101` itself. The relaying node drops the stream after any
+        // other answer.
+        let served = hyper::server::conn::http1::Builder::new()
+            .auto_date_header(false)
+            .serve_connection(io, open)
+            .with_upgrades()
+            .await;
+        if let Err(e) = served {
+            tracing::debug!(error = %e, "a relay's stream ended early");
+        }
+        return;
+    }
+    if head.body_len > hops.body_limit() {
+        let _ = recv.stop(0u32.into());
+        return refuse(send, StatusCode::PAYLOAD_TOO_LARGE, "the hop's body is over the limit").await;
+    }
+    let whole = head.head_len + head.body_len;
+    while read.len() < whole {
+        match recv.read_chunk(whole - read.len(), true).await {
+            Ok(Some(chunk)) => read.extend_from_slice(&chunk.bytes),
+            Ok(None) | Err(_) => return,
+        }
+    }
+    let body = read.freeze().slice(head.head_len..);
+    let answer = hops.call(Request::from_parts(head.parts, body)).await;
+    // The sender finished its side with the request: its end is here by
+    // now, and taking it spares the peer a STOP_SENDING.
+    let _ = std::pin::pin!(recv.read_chunk(1, true)).poll(&mut Context::from_waker(Waker::noop()));
+    let (parts, body) = answer.into_parts();
+    let head = wire::answer_head(parts.status, &parts.headers, body.len());
+    if send.write_all_chunks(&mut [head, body]).await.is_ok() {
+        let _ = send.finish();
+    }
+}
+
+/// A call the stream could not carry, answered in one line.
+async fn refuse(mut send: quinn::SendStream, status: StatusCode, why: &str) {
+    let body = Bytes::from(format!("{why}\n"));
+    let head = wire::answer_head(status, &http::HeaderMap::new(), body.len());
+    if send.write_all_chunks(&mut [head, body]).await.is_ok() {
+        let _ = send.finish();
+    }
+}
+
+/// A stream whose first bytes were read already: they are read again
+/// first.
+struct Prefixed<T> {
+    first: Bytes,
+    rest: T,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        if self.first.is_empty() {
+            return Pin::new(&mut self.rest).poll_read(cx, buf);
+        }
+        let n = self.first.len().min(buf.remaining());
+        buf.put_slice(&self.first.split_to(n));
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.rest).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.rest).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.rest).poll_shutdown(cx)
+    }
 }
 
 fn transport_config() -> Arc<quinn::TransportConfig> {
@@ -74,18 +201,11 @@ impl Transport {
         self.endpoint.local_addr().expect("a bound endpoint has an address")
     }
 
-    /// Answers peers' hops with `service` until the endpoint closes: each
-    /// stream is one HTTP/1.1 exchange (upgrades included).
-    pub async fn serve<S, B>(&self, service: S)
-    where
-        S: hyper::service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    /// Answers peers' hops with `hops` until the endpoint closes: each
+    /// stream is one exchange, a call's or a relay's.
+    pub async fn serve<H: Hops>(&self, hops: H) {
         while let Some(incoming) = self.endpoint.accept().await {
-            let service = service.clone();
+            let hops = hops.clone();
             tokio::spawn(async move {
                 let connection = match incoming.await {
                     Ok(c) => c,
@@ -95,17 +215,7 @@ impl Transport {
                     }
                 };
                 while let Ok((send, recv)) = connection.accept_bi().await {
-                    let service = service.clone();
-                    tokio::spawn(async move {
-                        let io = TokioIo::new(tokio::io::join(recv, send));
-                        let served = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(io, service)
-                            .with_upgrades()
-                            .await;
-                        if let Err(e) = served {
-                            tracing::debug!(error = %e, "a hop's stream ended early");
-                        }
-                    });
+                    tokio::spawn(serve_stream(hops.clone(), send, recv));
                 }
             });
         }
@@ -127,9 +237,55 @@ impl Transport {
         Ok(connection)
     }
 
+    /// A new stream to `node` at `addr`, on the kept connection (dialled
+    /// once more if it died since).
+    async fn open(
+        &self,
+        node: &str,
+        addr: SocketAddr,
+    ) -> Result<(quinn::SendStream, quinn::RecvStream), TransportError> {
+        let connection = self.connection(node, addr).await?;
+        match connection.open_bi().await {
+            Ok(stream) => Ok(stream),
+            Err(_) => {
+                self.peers.lock().unwrap_or_else(|p| p.into_inner()).remove(node);
+                let failed = |reason: String| TransportError::Failed { node: node.to_owned(), reason };
+                self.connection(node, addr).await?.open_bi().await.map_err(|e| failed(e.to_string()))
+            }
+        }
+    }
+
+    /// Carries a call to `node` at `addr` on a stream of its own: the
+    /// request head and `body` written whole and the stream's send side
+    /// finished, the answer read to the stream's end. An answer whose body
+    /// is over `body_limit` is [`CallError::TooLarge`].
+    pub async fn call(
+        &self,
+        node: &str,
+        addr: SocketAddr,
+        head: Bytes,
+        body: Bytes,
+        body_limit: usize,
+    ) -> Result<Response<Bytes>, CallError> {
+        let failed = |reason: String| TransportError::Failed { node: node.to_owned(), reason };
+        let (mut send, mut recv) = self.open(node, addr).await?;
+        send.write_all_chunks(&mut [head, body]).await.map_err(|e| failed(e.to_string()))?;
+        // Finished now, the request and its end go in one packet.
+        send.finish().map_err(|e| failed(e.to_string()))?;
+        let answer = match recv.read_to_end(body_limit.saturating_add(wire::MAX_HEAD)).await {
+            Ok(bytes) => bytes,
+            Err(quinn::ReadToEndError::TooLong) => return Err(CallError::TooLarge(body_limit)),
+            Err(e) => return Err(failed(e.to_string()).into()),
+        };
+        wire::read_answer(Bytes::from(answer), body_limit).map_err(|e| match e {
+            wire::WireError::TooLarge(limit) => CallError::TooLarge(limit),
+            e => failed(e.to_string()).into(),
+        })
+    }
+
     /// Carries `request` to `node` at `addr` on a stream of its own;
-    /// answers the peer's response, its body streaming (and the stream
-    /// upgradable, for a relay).
+    /// answers the peer's response, its body streaming and the stream
+    /// upgradable (a relay).
     pub async fn request<B>(
         &self,
         node: &str,
@@ -141,15 +297,7 @@ impl Transport {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let failed = |reason: String| TransportError::Failed { node: node.to_owned(), reason };
-        let connection = self.connection(node, addr).await?;
-        let (send, recv) = match connection.open_bi().await {
-            Ok(stream) => stream,
-            // The kept connection died since: dial once more.
-            Err(_) => {
-                self.peers.lock().unwrap_or_else(|p| p.into_inner()).remove(node);
-                self.connection(node, addr).await?.open_bi().await.map_err(|e| failed(e.to_string()))?
-            }
-        };
+        let (send, recv) = self.open(node, addr).await?;
         let io = TokioIo::new(tokio::io::join(recv, send));
         let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| failed(e.to_string()))?;
         tokio::spawn(async move {
@@ -169,9 +317,7 @@ impl Transport {
 
 #[cfg(test)]
 mod tests {
-    use std::convert::Infallible;
-
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::Full;
 
     use super::*;
     use crate::cluster_dir::{self, NodeId};
@@ -184,25 +330,108 @@ mod tests {
         (dir, loaded)
     }
 
+    /// Answers a call with its path and body length; a relay's open with
+    /// a `101`, then echoes the stream.
+    #[derive(Clone)]
+    struct Echo;
+
+    impl Hops for Echo {
+        type Body = Full<Bytes>;
+        fn body_limit(&self) -> usize {
+            8 << 20
+        }
+        async fn call(&self, request: Request<Bytes>) -> Response<Bytes> {
+            Response::new(Bytes::from(format!("{}:{}", request.uri().path(), request.body().len())))
+        }
+        async fn open(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+            tokio::spawn(async move {
+                let upgraded = hyper::upgrade::on(request).await.unwrap();
+                let (mut r, mut w) = tokio::io::split(TokioIo::new(upgraded));
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            response.headers_mut().insert("connection", http::HeaderValue::from_static("upgrade"));
+            response.headers_mut().insert("upgrade", http::HeaderValue::from_static("websocket"));
+            response
+        }
+    }
+
     fn echo_on(dir: &ClusterDir) -> Arc<Transport> {
         let t = Arc::new(Transport::bind("127.0.0.1:0".parse().unwrap(), dir).unwrap());
         let served = t.clone();
-        tokio::spawn(async move {
-            served
-                .serve(hyper::service::service_fn(|req: Request<Incoming>| async move {
-                    let path = req.uri().path().to_owned();
-                    let body = req.into_body().collect().await.unwrap().to_bytes();
-                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(format!("{path}:{}", body.len())))))
-                }))
-                .await
-        });
+        tokio::spawn(async move { served.serve(Echo).await });
         t
     }
 
     async fn call(t: &Transport, node: &str, addr: SocketAddr, path: &str, body: usize) -> Result<String, String> {
-        let req = Request::post(path).body(Full::new(Bytes::from(vec![b'x'; body]))).unwrap();
-        let res = t.request(node, addr, req).await.map_err(|e| e.to_string())?;
-        Ok(String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap())
+        let path = http::uri::PathAndQuery::try_from(path).unwrap();
+        let head = wire::request_head(&http::Method::POST, &path, &http::HeaderMap::new(), body);
+        let answer =
+            t.call(node, addr, head, Bytes::from(vec![b'x'; body]), 1 << 20).await.map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(answer.into_body().to_vec()).unwrap())
+    }
+
+    /// A stream to `addr` with `bytes` written and the send side finished:
+    /// what came back before the peer finished.
+    async fn raw(t: &Transport, node: &str, addr: SocketAddr, bytes: &[u8], finish: bool) -> String {
+        let (mut send, mut recv) = t.open(node, addr).await.unwrap();
+        send.write_all(bytes).await.unwrap();
+        if finish {
+            send.finish().unwrap();
+        }
+        let answer = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 20)).await;
+        String::from_utf8_lossy(&answer.expect("an answer within 10 s").unwrap()).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_call_is_answered_whole_and_a_broken_one_in_a_line() {
+        let (_d, dirs) = cluster(&["a", "b"]);
+        let (a, b) = (echo_on(&dirs[0]), echo_on(&dirs[1]));
+        let to = b.local_addr();
+        // The answer comes once the body is whole, whether or not the
+        // sender finished its side.
+        let unfinished = raw(&a, "b", to, b"POST /x HTTP/1.1\r\ncontent-length: 3\r\n\r\nabc", false).await;
+        assert!(unfinished.starts_with("HTTP/1.1 200 OK\r\n") && unfinished.ends_with("\r\n\r\n/x:3"), "{unfinished}");
+        // Over the node's limit: refused by its head, the body unread.
+        let big = raw(&a, "b", to, b"POST /x HTTP/1.1\r\ncontent-length: 9999999999\r\n\r\n", false).await;
+        assert!(big.starts_with("HTTP/1.1 413 ") && big.ends_with("the hop's body is over the limit\n"), "{big}");
+        for broken in [&b"\x16\x03\x01garbage\r\n\r\n"[..], b"POST /x HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n"] {
+            let answer = raw(&a, "b", to, broken, true).await;
+            assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{answer}");
+            assert_eq!(answer.lines().last().unwrap().len(), answer.lines().last().unwrap().trim().len());
+        }
+        // A head that never ends is refused once it passes the bound.
+        let endless = format!("GET / HTTP/1.1\r\nx: {}", "y".repeat(wire::MAX_HEAD + 1));
+        assert!(raw(&a, "b", to, endless.as_bytes(), false).await.starts_with("HTTP/1.1 400 "));
+        // A body shorter than its length, then the end: nothing answered.
+        assert_eq!(raw(&a, "b", to, b"POST /x HTTP/1.1\r\ncontent-length: 5\r\n\r\nab", true).await, "");
+        // An answer over the caller's limit is too large, not broken.
+        let head = wire::request_head(&http::Method::POST, &"/x".try_into().unwrap(), &http::HeaderMap::new(), 0);
+        let e = a.call("b", to, head, Bytes::new(), 2).await.unwrap_err();
+        assert!(matches!(e, CallError::TooLarge(2)), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_relays_open_goes_on_as_the_sockets_stream() {
+        let (_d, dirs) = cluster(&["a", "b"]);
+        let (a, b) = (echo_on(&dirs[0]), echo_on(&dirs[1]));
+        let open = Request::get("/actor/room/r/ws")
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let answer = a.request("b", b.local_addr(), open).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::SWITCHING_PROTOCOLS);
+        assert_eq!(answer.headers()["connection"], "upgrade", "the 101 keeps its connection header");
+        let mut io = TokioIo::new(hyper::upgrade::on(answer).await.unwrap());
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        io.write_all(b"ping").await.unwrap();
+        let mut echoed = [0u8; 4];
+        io.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"ping");
     }
 
     #[tokio::test]

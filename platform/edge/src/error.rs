@@ -10,12 +10,17 @@ use crate::{HttpResponse, full};
 
 /// The answer to a request that failed.
 pub fn render(failure: Failure) -> HttpResponse {
+    render_whole(failure).map(full)
+}
+
+/// The answer to a request that failed, its body whole (a hop's answer).
+pub fn render_whole(failure: Failure) -> http::Response<Bytes> {
     if let Failure::Event(EventError::Refused(Refusal::StoreUnavailable(detail))) = &failure {
         tracing::warn!("store unavailable: {detail}");
     }
     let answer = failure.answer();
     let head = answer.headers();
-    let mut response = http::Response::new(full(Bytes::from(answer.text)));
+    let mut response = http::Response::new(Bytes::from(answer.text));
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
     for (name, value) in head {

@@ -19,7 +19,7 @@ mod socket_conn;
 mod socket_route;
 
 pub use edge::AppRouting;
-pub use error::render;
+pub use error::{render, render_whole};
 pub use listener::raise_descriptor_limit;
 pub use server::{PublicPort, serve};
 pub use socket_route::open_relayed;
