@@ -3,6 +3,7 @@
 //! HTTP client.
 
 pub mod cluster;
+pub mod otlp;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,12 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tracing::Instrument;
+use tracing::field::Empty;
 use wasmkeep_core::response::check as check_response;
 use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
 };
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
 use wasmkeep_storage::{StoreError, Wake, WriteMark};
+use wasmkeep_telemetry::traces::{self, TARGET};
 
 use crate::NodeInner;
 use crate::actor_host::{ActorEventHost, EventContext, Outcome};
@@ -109,7 +112,9 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
         let _ = reply.send(delete(node, residence, &envelope).await);
         return;
     }
+    let admitting = std::time::Instant::now();
     let admitted = admit(node, &envelope, &kind, residence, arrived).await;
+    let admission = admitting.elapsed();
     // Another node owns the actor: a request goes on to it (once; one that
     // came from another node is answered "elsewhere" for its sender to
     // follow).
@@ -123,11 +128,17 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
     if let Err(refusal) = &admitted {
         node.metrics.refusals.inc(refusal.label());
     }
-    let run = |guest: GuestEvent| async {
-        match admitted {
-            Ok(admitted) => execute(node, residence, admitted, &envelope, guest).await,
-            Err(refusal) => Err(EventError::from(refusal)),
+    // The event's span starts once it is this node's to answer (one
+    // handed on has its span where it runs).
+    let span = event_span(&envelope, &kind, admitting.saturating_duration_since(arrived), admission);
+    let run = |guest: GuestEvent| {
+        async {
+            match admitted {
+                Ok(admitted) => execute(node, residence, admitted, &envelope, guest).await,
+                Err(refusal) => Err(EventError::from(refusal)),
+            }
         }
+        .instrument(span.clone())
     };
     // The caller may have gone; the event's effects stand regardless.
     match kind {
@@ -140,6 +151,12 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 // A request is answered with a response; anything else is a host bug.
                 other => Err(from_failure(EventFailure::Trap(format!("a request answered {other:?}")))),
             });
+            match &answer {
+                Ok(response) => {
+                    span.record("http.response.status_code", response.status);
+                }
+                Err(e) => traces::failed(&span, e.label()),
+            }
             release(node, residence.written, answer, |answer| async move {
                 let _ = reply.send(answer);
             })
@@ -191,6 +208,32 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
         }
         EventKind::Delete { .. } => unreachable!("a deletion is carried out before admission"),
     }
+}
+
+/// The span of a request event (kind server), a child of the context its
+/// envelope carries; none for a socket's events (their spans are the
+/// socket's, not the event's).
+fn event_span(envelope: &Envelope, kind: &EventKind, queued: Duration, admission: Duration) -> tracing::Span {
+    let EventKind::Request { request, .. } = kind else { return tracing::Span::none() };
+    let span = tracing::info_span!(
+        target: TARGET,
+        parent: None,
+        "actor.event",
+        otel.kind = "server",
+        wasmkeep.tenant = envelope.app.tenant.as_str(),
+        wasmkeep.app = envelope.app.name.as_str(),
+        wasmkeep.actor.class = envelope.target.class.as_str(),
+        wasmkeep.actor.name = %String::from_utf8_lossy(&envelope.target.name),
+        wasmkeep.caller = matches!(envelope.origin, Origin::Inside { .. }),
+        http.request.method = request.method.as_str(),
+        url.path = request.path.split('?').next().unwrap_or(""),
+        http.response.status_code = Empty,
+        wasmkeep.queue.wait_ms = queued.as_secs_f64() * 1000.0,
+        wasmkeep.admission.wait_ms = admission.as_secs_f64() * 1000.0,
+        wasmkeep.actor.woke = false,
+    );
+    traces::adopt(&span, &envelope.trace);
+    span
 }
 
 /// Delivers an event's answer once the actor's commits up to `written` are
@@ -281,7 +324,8 @@ async fn execute(
         started,
         chain,
         limits: limits.clone(),
-        trace: envelope.trace.clone(),
+        // What the event calls is a child of its span.
+        trace: traces::carried(&tracing::Span::current(), &envelope.trace),
         last_commit,
     };
     let instance = match &mut residence.instance {
@@ -290,6 +334,7 @@ async fn execute(
             instance
         }
         slot @ None => {
+            tracing::Span::current().record("wasmkeep.actor.woke", true);
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
             let cpu = node.cpu_share(&envelope.app);

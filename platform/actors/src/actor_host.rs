@@ -92,7 +92,23 @@ impl StorageGate {
 
     /// Commits `batch` under the event's epoch and budget.
     async fn commit(&mut self, batch: &WriteBatch) -> Result<(), StoreError> {
-        let stored = self.store.commit(&self.key, self.epoch, batch, self.budget).await?;
+        // A child of the event's span: what the commit wrote, never a value.
+        let span = tracing::info_span!(
+            target: wasmkeep_telemetry::traces::TARGET,
+            "storage.commit",
+            wasmkeep.storage.keys_written = batch.writes.len(),
+            wasmkeep.storage.bytes_written =
+                batch.writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>(),
+            wasmkeep.storage.cleared = batch.clear,
+        );
+        let committed = {
+            use tracing::Instrument;
+            self.store.commit(&self.key, self.epoch, batch, self.budget).instrument(span.clone()).await
+        };
+        if let Err(e) = &committed {
+            wasmkeep_telemetry::traces::failed(&span, e.label());
+        }
+        let stored = committed?;
         self.last_commit = self.store.mark();
         self.known = Some(stored);
         self.written_bytes = 0;

@@ -9,6 +9,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
+use tracing::field::Empty;
 use wasmkeep_core::budget::{ResponseBudget, content_length, is_bodyless};
 use wasmkeep_core::call_check::{CallCheck, CallRefusal};
 use wasmkeep_core::{
@@ -17,6 +19,7 @@ use wasmkeep_core::{
 };
 use wasmkeep_runtime::{CallError, Request, Response};
 use wasmkeep_scheduler::{FrontBusy, FrontWait};
+use wasmkeep_telemetry::traces::{self, TARGET};
 
 use crate::NodeInner;
 
@@ -71,7 +74,7 @@ async fn checked_call<S: CallSide>(side: &mut S, address: String, request: Reque
     let check = CallCheck { caller: &caller, chain: side.chain(), body_limit: side.limits().body_bytes, deadline };
     let callee = check.call(&address, request.body.len() as u64, now).map_err(refused)?;
     side.gate().await?;
-    let delivery = Delivery::new(side, callee, request, deadline);
+    let delivery = Delivery::new(side, callee, request, deadline, side.trace());
     let wait = side.hold(&delivery.envelope.mailbox()).map_err(busy)?;
     delivery.send(wait).await
 }
@@ -101,6 +104,18 @@ pub(crate) async fn call_many<S: CallSide>(
     let now = Instant::now();
     let deadline = side.deadline(now);
     let caller = side.caller();
+    // One span for the batch, its entries' spans its children.
+    let batch = tracing::info_span!(
+        target: TARGET,
+        parent: None,
+        "actors.call-many",
+        otel.kind = "client",
+        wasmkeep.tenant = side.app().tenant.as_str(),
+        wasmkeep.app = side.app().name.as_str(),
+        wasmkeep.calls = n,
+    );
+    traces::adopt(&batch, side.trace());
+    let entries_parent = traces::carried(&batch, side.trace());
     let mut results: Vec<Option<Result<Response, CallError>>> = (0..n).map(|_| None).collect();
     let mut checked = Vec::new();
     {
@@ -123,7 +138,7 @@ pub(crate) async fn call_many<S: CallSide>(
     // its place under the caller's bounds while it waits.
     let mut running = tokio::task::JoinSet::new();
     for (i, callee, request) in checked {
-        let delivery = Delivery::new(side, callee, request, deadline);
+        let delivery = Delivery::new(side, callee, request, deadline, &entries_parent);
         let method = delivery.request.method.clone();
         match side.hold(&delivery.envelope.mailbox()) {
             Ok(wait) => {
@@ -154,6 +169,7 @@ pub(crate) async fn call_many<S: CallSide>(
     for r in &results {
         side.count(r);
     }
+    drop(batch);
     results
 }
 
@@ -170,28 +186,62 @@ struct Delivery {
     node: Arc<NodeInner>,
     envelope: Envelope,
     request: Request,
+    /// The call's span (kind client), from its start to its answer.
+    span: tracing::Span,
 }
 
 impl Delivery {
-    fn new<S: CallSide>(side: &S, callee: Address, mut request: Request, deadline: Instant) -> Self {
+    /// A call to `callee`, its span a child of `parent`.
+    fn new<S: CallSide>(
+        side: &S,
+        callee: Address,
+        mut request: Request,
+        deadline: Instant,
+        parent: &TraceContext,
+    ) -> Self {
         // The range is the host's: what the caller set of it goes.
         head::strip_pairs(&mut request.headers);
         let caller = side.caller();
+        let span = tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "actors.call",
+            otel.kind = "client",
+            wasmkeep.tenant = side.app().tenant.as_str(),
+            wasmkeep.app = side.app().name.as_str(),
+            wasmkeep.actor.class = callee.class.as_str(),
+            wasmkeep.actor.name = %callee.name,
+            http.request.method = request.method.as_str(),
+            http.response.status_code = Empty,
+        );
+        traces::adopt(&span, parent);
         let envelope = Envelope {
             app: side.app().clone(),
             target: RawAddress::from(&callee),
             origin: Origin::Inside { chain: side.chain().extended_by(&caller), caller },
             deadline,
-            trace: side.trace().clone(),
+            trace: traces::carried(&span, parent),
         };
-        Self { node: side.node().clone(), envelope, request }
+        Self { node: side.node().clone(), envelope, request, span }
     }
 
     /// Sends the call and waits for its answer until its deadline; `_wait`,
     /// the caller's place under its bounds, ends with it.
     async fn send(self, _wait: Option<FrontWait<MailboxKey>>) -> Result<Response, CallError> {
-        let deadline = self.envelope.deadline;
-        let delivery = self.node.router.request(self.envelope, self.request);
+        let span = self.span;
+        let answer = Self::carry(self.node, self.envelope, self.request).instrument(span.clone()).await;
+        match &answer {
+            Ok(response) => {
+                span.record("http.response.status_code", response.status);
+            }
+            Err(e) => traces::failed(&span, outcome(&Err(e.clone()))),
+        }
+        answer
+    }
+
+    async fn carry(node: Arc<NodeInner>, envelope: Envelope, request: Request) -> Result<Response, CallError> {
+        let deadline = envelope.deadline;
+        let delivery = node.router.request(envelope, request);
         match tokio::time::timeout_at(deadline.into(), delivery).await {
             Err(_elapsed) => Err(CallError::Timeout),
             Ok(Ok(mut response)) => {

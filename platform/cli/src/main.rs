@@ -60,16 +60,51 @@ enum Command {
     Drain(client::DrainArgs),
 }
 
+/// The node's log output on stderr (`WASMKEEP_LOG`), and its traces
+/// when `traces` names where they go. Spans of the request path never
+/// reach the log output; with no traces, nothing records them.
+fn observe(
+    traces: Option<wasmkeep_telemetry::traces::TraceSettings>,
+) -> Result<Option<wasmkeep_telemetry::traces::Tracing>, String> {
+    use tracing_subscriber::util::SubscriberInitExt;
+    use wasmkeep_telemetry::traces::{Tracing, with_spans, without_spans};
+    let directives = std::env::var("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into());
+    let started = match traces {
+        Some(settings) => Tracing::start(&settings)?,
+        None => None,
+    };
+    Ok(match started {
+        Some((tracing, spans)) => {
+            with_spans(&directives, std::io::stderr, spans).init();
+            Some(tracing)
+        }
+        None => {
+            without_spans(&directives, std::io::stderr).init();
+            None
+        }
+    })
+}
+
 fn main() -> ExitCode {
     quiet_error_backtraces();
     memory::tune_allocator();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    // Traces are a server's: `serve` reads where they go from its
+    // configuration, `dev` from the standard variables.
+    let traces = match &cli.command {
+        Command::Serve(args) => {
+            serve_config::ServeConfig::load(args).ok().map(|cfg| cfg.telemetry.traces(cfg.cluster.node_id.as_deref()))
+        }
+        Command::Dev(_) => Some(wasmkeep_telemetry::traces::TraceSettings::default()),
+        _ => None,
+    };
+    let _tracing = match observe(traces) {
+        Ok(tracing) => tracing,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     memory::start_trimming();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("starting tokio");
     let result = runtime.block_on(async {

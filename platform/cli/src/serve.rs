@@ -424,7 +424,8 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         eprintln!("wasmkeep: stopping");
         let _ = stop_tx.send(true);
     });
-    let mut port = PublicPort::new(node, AppRouting::ByHost(base_domain));
+    let mut port =
+        PublicPort::new(node, AppRouting::ByHost(base_domain)).trusting_traceparent(cfg.telemetry.trust_traceparent);
     if let Some(acceptor) = acceptor {
         port = port.with_tls(acceptor);
     }

@@ -50,6 +50,44 @@ pub struct ServeConfig {
     pub rates: RateSettings,
     /// The cluster: the shared store, this node's id and QUIC address.
     pub cluster: ClusterSettings,
+    /// Traces: where they go, and whether a client's context is taken.
+    pub telemetry: TelemetrySettings,
+}
+
+/// `[telemetry]`: each unset key falls back to its standard variable
+/// (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL`,
+/// `OTEL_SERVICE_NAME`); no endpoint anywhere: no traces, at no cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The OTLP collector's base URL (`/v1/traces` is added).
+    pub otlp_endpoint: Option<String>,
+    /// `http/protobuf` (the only one built in).
+    pub otlp_protocol: Option<String>,
+    /// The traces' `service.name` [default: wasmkeep].
+    pub service_name: Option<String>,
+    /// Whether a client's `traceparent` makes the request's span a child
+    /// of the client's trace [default: true]; false: every request starts
+    /// a trace of its own, and the client's context goes no further.
+    pub trust_traceparent: bool,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self { otlp_endpoint: None, otlp_protocol: None, service_name: None, trust_traceparent: true }
+    }
+}
+
+impl TelemetrySettings {
+    /// Where node `node`'s traces go.
+    pub fn traces(&self, node: Option<&str>) -> wasmkeep_telemetry::traces::TraceSettings {
+        wasmkeep_telemetry::traces::TraceSettings {
+            endpoint: self.otlp_endpoint.clone(),
+            protocol: self.otlp_protocol.clone(),
+            service_name: self.service_name.clone(),
+            instance: node.map(str::to_owned),
+        }
+    }
 }
 
 /// Whether a signed hop is read on the public port (DESIGN §3.8).
@@ -161,6 +199,7 @@ impl Default for ServeConfig {
             tls_key: None,
             rates: RateSettings::default(),
             cluster: ClusterSettings::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -259,6 +298,7 @@ impl ServeConfig {
         figment = figment.merge(Env::prefixed("WASMKEEP_").only(FROM_ENV));
         // `WASMKEEP_CLUSTER__NODE_ID` and the like: `[cluster]`'s keys.
         figment = figment.merge(Env::prefixed("WASMKEEP_CLUSTER__").map(|k| format!("cluster.{k}").into()));
+        figment = figment.merge(Env::prefixed("WASMKEEP_TELEMETRY__").map(|k| format!("telemetry.{k}").into()));
         let flags = [
             ("listen", args.listen.map(|a| a.to_string())),
             ("api_listen", args.api_listen.map(|a| a.to_string())),

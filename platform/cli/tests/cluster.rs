@@ -23,6 +23,11 @@ struct Cluster {
 /// Nodes `names` of a new cluster on one new PostgreSQL database, each
 /// with `extra` flags too.
 async fn cluster(names: &[&str], extra: &[&str]) -> Cluster {
+    cluster_with(names, extra, &[]).await
+}
+
+/// As [`cluster`], each node with variables `env` set.
+async fn cluster_with(names: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Cluster {
     let url = wasmkeep_storage::test_postgres::server().database().await;
     let dir = tempfile::tempdir().unwrap();
     let init = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
@@ -51,7 +56,7 @@ async fn cluster(names: &[&str], extra: &[&str]) -> Cluster {
         .map(|s| s.to_string())
         .collect();
         flags.extend(extra.iter().map(|s| s.to_string()));
-        nodes.push(Serve::start(d.path(), &flags.iter().map(String::as_str).collect::<Vec<_>>()));
+        nodes.push(Serve::start_with(d.path(), &flags.iter().map(String::as_str).collect::<Vec<_>>(), env));
         data.push(d);
     }
     Cluster { nodes, dir, _data: data }
@@ -489,4 +494,62 @@ async fn a_draining_node_under_load_loses_no_request() {
     assert_eq!(acked.len() as i64, acked.last().unwrap() - 1, "no increment lost, none counted twice");
     let log = c.nodes[0].log.lock().unwrap().clone();
     assert!(log.contains("wasmkeep: draining") && log.contains("wasmkeep: drained"), "{log}");
+}
+
+/// The shop's page through a, its cart on b and the user's profile and
+/// recommendations on c: one trace, the client's, across the three nodes
+/// (each node exporting its own spans, the context carried in the hops).
+#[tokio::test]
+async fn a_page_whose_calls_run_on_three_nodes_is_one_trace() {
+    let collector = wasmkeep_tests::otlp::Collector::start().await;
+    let endpoint = collector.endpoint();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let c = cluster_with(&["a", "b", "c"], &[], &env).await;
+    let (a, b, n3) = (&c.nodes[0], &c.nodes[1], &c.nodes[2]);
+    let token = pro_tenant(&c, a).await;
+    let login = tempfile::tempdir().unwrap();
+    let (ok, _, err) = cli(a, login.path(), &["deploy", &example("shop"), "--token", &token], None);
+    assert!(ok, "{err}");
+    until_everywhere(&c, "shop.alpha.localhost", "/").await;
+    // Owners: ann's cart on b (its first event ran there), her profile and
+    // recommendations on c.
+    let cart = reqwest::Client::new()
+        .post(format!("http://{}/cart/ann", b.public))
+        .header("host", "shop.alpha.localhost")
+        .body(r#"{"sku": "tea", "qty": 1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cart.status().as_u16(), 200);
+    assert_eq!(n3.public("shop.alpha.localhost", "/page/ann").await.0, 200);
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let page = reqwest::Client::new()
+        .get(format!("http://{}/page/ann", a.public))
+        .header("host", "shop.alpha.localhost")
+        .header("traceparent", format!("00-{trace}-b7ad6b7169203331-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let spans = collector.trace(trace, |s| s.iter().filter(|s| s.name == "actor.event").count() >= 3).await;
+    let node_of = |name: &str, class: Option<&str>| -> Vec<String> {
+        spans
+            .iter()
+            .filter(|s| s.name == name && (class.is_none() || s.attr("wasmkeep.actor.class") == class))
+            .map(|s| s.instance.clone())
+            .collect()
+    };
+    assert_eq!(node_of("GET", None), ["a"], "{spans:#?}");
+    assert_eq!(node_of("front", None), ["a"]);
+    assert_eq!(node_of("actors.call-many", None), ["a"]);
+    assert_eq!(node_of("actors.call", None), ["a", "a", "a"]);
+    assert_eq!(node_of("actor.event", Some("cart")), ["b"], "{spans:#?}");
+    assert_eq!(node_of("actor.event", Some("profile")), ["c"]);
+    assert_eq!(node_of("actor.event", Some("recommendations")), ["c"]);
+    // Each remote event is its call's child, though it ran elsewhere.
+    for event in spans.iter().filter(|s| s.name == "actor.event") {
+        let call = spans.iter().find(|s| s.span_id == event.parent).expect("the event's parent");
+        assert_eq!(call.name, "actors.call");
+        assert_eq!(call.attr("wasmkeep.actor.class"), event.attr("wasmkeep.actor.class"));
+    }
 }

@@ -117,6 +117,20 @@ pub enum EventError {
     ShuttingDown,
 }
 
+impl EventError {
+    /// Its name, for a span's status and the like: never a detail.
+    pub fn label(&self) -> &'static str {
+        match self {
+            EventError::Refused(r) => r.label(),
+            EventError::Trapped => "trapped",
+            EventError::Wall => "wall",
+            EventError::InvalidResponse => "invalid_response",
+            EventError::AnswerTooLarge(_) => "answer_too_large",
+            EventError::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
 /// Why a front request got no answer of the front's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrontError {
@@ -169,6 +183,28 @@ pub enum Failure {
     Front(#[from] FrontError),
     #[error(transparent)]
     Port(#[from] PortError),
+}
+
+impl Failure {
+    /// Its name, for a span's status: the refusal's or error's, never a
+    /// detail (a socket's refusal reason is the guest's text, so not it).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Failure::Event(e) => e.label(),
+            Failure::Front(FrontError::NoSuchApp) => "no_such_app",
+            Failure::Front(FrontError::NoFront) => "no_front",
+            Failure::Front(FrontError::Busy) => "front_busy",
+            Failure::Front(FrontError::Trapped) => "front_failed",
+            Failure::Front(FrontError::Wall) => "front_wall",
+            Failure::Port(PortError::BodyTooLarge(_)) => "body_too_large",
+            Failure::Port(PortError::BodyUnreadable) => "body_unreadable",
+            Failure::Port(PortError::BodyTooSlow) => "body_too_slow",
+            Failure::Port(PortError::BodiesFull) => "bodies_full",
+            Failure::Port(PortError::NoHost) => "no_host",
+            Failure::Port(PortError::SocketsFull) => "sockets_full",
+            Failure::Port(PortError::SocketRefused(_)) => "socket_refused",
+        }
+    }
 }
 
 impl From<Refusal> for Failure {

@@ -17,6 +17,9 @@ use hyper::body::Incoming;
 use wasmkeep_core::handoff::{is_websocket_upgrade, upgrade_headers};
 use wasmkeep_core::{AppRef, FrontError, TraceContext, head};
 
+use tracing::field::Empty;
+use wasmkeep_telemetry::traces::{self, TARGET};
+
 use crate::body::{self, Held, Holding, Paced};
 use crate::server::PublicPort;
 use crate::{HttpResponse, boxed_error, socket_route};
@@ -31,6 +34,23 @@ pub(crate) async fn handle(
     request_place: wasmkeep_actors::RequestPlace,
 ) -> Result<HttpResponse, Failure> {
     let node = &port.node;
+    let span = tracing::info_span!(
+        target: TARGET,
+        parent: None,
+        "front",
+        wasmkeep.tenant = app.tenant.as_str(),
+        wasmkeep.app = app.name.as_str(),
+        wasmkeep.front.outcome = Empty,
+    );
+    traces::adopt(&span, &trace);
+    let trace = traces::carried(&span, &trace);
+    let count = |outcome: &'static str| {
+        node.metrics().front_requests.inc(outcome);
+        span.record("wasmkeep.front.outcome", outcome);
+        if !matches!(outcome, "ok" | "handoff") {
+            traces::failed(&span, outcome);
+        }
+    };
     // A request in origin form names its host only in `Host`; the front
     // reads its authority from there.
     if request.uri().authority().is_none() && !request.headers().contains_key(http::header::HOST) {
@@ -55,7 +75,7 @@ pub(crate) async fn handle(
         Some(shares) => match shares.take(client) {
             Some(place) => Some(place),
             None => {
-                node.metrics().front_requests.inc("busy");
+                count("busy");
                 return Err(Failure::Front(FrontError::Busy));
             }
         },
@@ -67,7 +87,7 @@ pub(crate) async fn handle(
     let (response, run) = match served {
         Ok(answer) => answer,
         Err(e) => {
-            node.metrics().front_requests.inc(outcome(&e));
+            count(outcome(&e));
             return Err(e.into());
         }
     };
@@ -78,17 +98,17 @@ pub(crate) async fn handle(
         run.stop();
         return match handoff {
             Ok(handoff) => {
-                node.metrics().front_requests.inc("handoff");
+                count("handoff");
                 socket_route::hand_off(node, app, trace, handoff, on_upgrade, client_headers).await
             }
             Err(broken) => {
                 tracing::info!(app = %app, "the front's hand-off is broken: {broken}");
-                node.metrics().front_requests.inc("guest_error");
+                count("guest_error");
                 Err(Failure::Front(FrontError::Trapped))
             }
         };
     }
-    node.metrics().front_requests.inc("ok");
+    count("ok");
     let (mut parts, body) = response.into_parts();
     head::strip(&mut parts.headers);
     let body = body.map_err(boxed_error).map_frame(head::strip_trailers).boxed_unsync();

@@ -14,6 +14,7 @@ mod error;
 mod front_route;
 mod listener;
 mod per_client;
+mod request_span;
 mod server;
 mod socket_conn;
 mod socket_route;

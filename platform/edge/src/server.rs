@@ -8,17 +8,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
+use tracing::Instrument;
 use wasmkeep_actors::Node;
 use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
-use wasmkeep_core::{Failure, Limits, Origin, Refusal, head};
+use wasmkeep_core::{Failure, Limits, Origin, Refusal, TraceContext, head};
 
 use crate::body::{BodyBudget, Held, Paced};
 use crate::listener::{self, Tickets};
 use crate::per_client::PerClient;
 use crate::socket_route::Route;
-use crate::{AppRouting, HttpResponse, SignedHops, actor_route, body, connection, edge, front_route, socket_route};
+use crate::{
+    AppRouting, HttpResponse, SignedHops, actor_route, body, connection, edge, front_route, request_span, socket_route,
+};
 
 /// What the public port serves, and what its clients share.
 pub struct PublicPort {
@@ -39,6 +42,8 @@ pub struct PublicPort {
     /// Who answers signed hops here (`--cluster-plaintext allow`); without
     /// it a signature is a client's header, removed with the range.
     hops: Option<Arc<dyn SignedHops>>,
+    /// Whether a client's `traceparent` is taken (`request_span`).
+    trust_traceparent: bool,
 }
 
 /// One request in flight, counted while it lives.
@@ -71,12 +76,19 @@ impl PublicPort {
             in_flight: Arc::default(),
             tls: None,
             hops: None,
+            trust_traceparent: true,
         }
     }
 
     /// The same port serving HTTPS (HTTP/2 or HTTP/1.1 by ALPN).
     pub fn with_tls(self, tls: tokio_rustls::TlsAcceptor) -> Self {
         Self { tls: Some(tls), ..self }
+    }
+
+    /// Whether a client's `traceparent` makes its request part of the
+    /// client's trace (the default), or is ignored.
+    pub fn trusting_traceparent(self, trust: bool) -> Self {
+        Self { trust_traceparent: trust, ..self }
     }
 
     /// The same port reading signed hops too (`--cluster-plaintext allow`).
@@ -86,10 +98,25 @@ impl PublicPort {
 
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
         let _in_flight = InFlight::new(&self.in_flight);
-        self.route(request, client).await.unwrap_or_else(crate::error::render)
+        let (span, trace) = request_span::open(&request, self.trust_traceparent);
+        let answer = match self.route(request, client, &span, trace).instrument(span.clone()).await {
+            Ok(answer) => answer,
+            Err(failure) => {
+                request_span::failed(&span, &failure);
+                crate::error::render(failure)
+            }
+        };
+        request_span::answered(&span, answer.status());
+        answer
     }
 
-    async fn route(&self, request: http::Request<Incoming>, client: IpAddr) -> Result<HttpResponse, Failure> {
+    async fn route(
+        &self,
+        request: http::Request<Incoming>,
+        client: IpAddr,
+        span: &tracing::Span,
+        trace: TraceContext,
+    ) -> Result<HttpResponse, Failure> {
         let request = match &self.hops {
             Some(hops) if request.headers().contains_key(head::INTERNAL) => match hops.answer(request) {
                 Ok(answering) => return Ok(answering.await),
@@ -101,9 +128,9 @@ impl PublicPort {
         edge::check_host(&parts)?;
         edge::strip_client_headers(&mut parts);
         let app = self.routing.app_for(&parts, &self.node)?;
+        request_span::routed(span, &app);
         // The tenant's place among its requests, held until the answer.
         let request_place = self.node.admit_request(&app)?;
-        let trace = head::read_trace(&parts.headers);
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {
                 let request = http::Request::from_parts(parts, incoming);

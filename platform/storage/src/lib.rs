@@ -52,6 +52,17 @@ pub enum StoreError {
     Backend(String),
 }
 
+impl StoreError {
+    /// Its name, for a span's status: no detail of the store's.
+    pub fn label(&self) -> &'static str {
+        match self {
+            StoreError::Fenced => "fenced",
+            StoreError::OverBudget(_) => "over_budget",
+            StoreError::Backend(_) => "store_unavailable",
+        }
+    }
+}
+
 /// What waking an actor found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {

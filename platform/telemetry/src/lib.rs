@@ -1,5 +1,6 @@
 //! The node's metrics, in the Prometheus text format, and the listener
-//! that serves them (`/metrics`, `/healthz`, `/readyz`).
+//! that serves them (`/metrics`, `/healthz`, `/readyz`); and its traces
+//! (`traces`: the request path's spans over OTLP).
 //!
 //! Counters are fixed families with a closed set of label values, so a
 //! client can never grow the exposition. Gauges that describe the node's
@@ -7,6 +8,7 @@
 
 mod exposition;
 mod server;
+pub mod traces;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

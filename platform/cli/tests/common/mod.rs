@@ -40,6 +40,11 @@ impl Drop for Serve {
 
 impl Serve {
     pub fn start(data: &Path, extra: &[&str]) -> Self {
+        Self::start_with(data, extra, &[])
+    }
+
+    /// As [`Serve::start`], with variables `env` set for it.
+    pub fn start_with(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let api_listen: &[&str] = if extra.contains(&"--api-listen") { &[] } else { &["--api-listen", "127.0.0.1:0"] };
         let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
             .arg("serve")
@@ -54,6 +59,7 @@ impl Serve {
             })
             .args(extra)
             .env("WASMKEEP_LOG", "info")
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

@@ -1,0 +1,263 @@
+//! Traces: the request path's spans, sent over OTLP (HTTP/protobuf) when
+//! an endpoint is configured, and none at all when not.
+//!
+//! Every span of the request path is made under one target, [`TARGET`],
+//! so the node's log output never sees them and, with no exporter, no
+//! layer wants them: the span macros then cost a load and a branch.
+//!
+//! A span's parent is explicit, never the task's current span: events run
+//! on their actor's task, calls cross nodes, so a span adopts the W3C
+//! context its envelope carries ([`adopt`]) and hands its own on
+//! ([`carried`]). With tracing off, the context a request came with is
+//! carried through unchanged.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::registry::LookupSpan;
+use wasmkeep_core::TraceContext;
+
+/// The target of every span of the request path.
+pub const TARGET: &str = "wasmkeep::trace";
+
+/// Where traces go, from the serve config; each unset field falls back to
+/// its standard variable (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+/// `OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_SERVICE_NAME`). The sampler
+/// (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`), resource attributes
+/// (`OTEL_RESOURCE_ATTRIBUTES`), batch (`OTEL_BSP_*`) and export
+/// (`OTEL_EXPORTER_OTLP_HEADERS`, `_TIMEOUT`) variables are read as the
+/// OpenTelemetry SDK reads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceSettings {
+    /// The collector's base URL (`/v1/traces` is added).
+    pub endpoint: Option<String>,
+    /// `http/protobuf`, the only one built in.
+    pub protocol: Option<String>,
+    pub service_name: Option<String>,
+    /// This node's id, as `service.instance.id` (a node of a cluster).
+    pub instance: Option<String>,
+}
+
+/// The running export: spans still queued are sent when it is dropped.
+pub struct Tracing {
+    provider: SdkTracerProvider,
+}
+
+impl Drop for Tracing {
+    fn drop(&mut self) {
+        if let Err(e) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
+            eprintln!("wasmkeep: the last spans could not be sent: {e}");
+        }
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The traces endpoint: the setting's or the base variable's URL with
+/// `/v1/traces`, or the traces variable's as it is; none when nothing
+/// names one (tracing is off).
+pub fn endpoint(settings: &TraceSettings) -> Option<String> {
+    let base = |url: &str| format!("{}/v1/traces", url.trim_end_matches('/'));
+    match (&settings.endpoint, env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+        (Some(url), _, _) => Some(base(url)),
+        (None, Some(url), _) => Some(url),
+        (None, None, Some(url)) => Some(base(&url)),
+        (None, None, None) => None,
+    }
+}
+
+impl Tracing {
+    /// Starts the export `settings` name, and the layer that feeds it the
+    /// request path's spans; `None` when no endpoint is configured.
+    pub fn start<S>(settings: &TraceSettings) -> Result<Option<(Self, impl Layer<S>)>, String>
+    where
+        S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(endpoint) = endpoint(settings) else { return Ok(None) };
+        let protocol = settings
+            .protocol
+            .clone()
+            .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .unwrap_or_else(|| "http/protobuf".into());
+        if protocol != "http/protobuf" {
+            return Err(format!("OTLP protocol {protocol:?}: only http/protobuf is built in"));
+        }
+        use opentelemetry_otlp::WithExportConfig;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(endpoint.clone())
+            .build()
+            .map_err(|e| format!("the OTLP exporter for {endpoint}: {e}"))?;
+        let mut resource = Resource::builder();
+        let name = settings.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME"));
+        resource = resource.with_service_name(name.unwrap_or_else(|| "wasmkeep".into()));
+        if let Some(node) = &settings.instance {
+            resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", node.clone()));
+        }
+        let provider =
+            SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
+        let tracer = provider.tracer("wasmkeep");
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
+            .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
+        Ok(Some((Self { provider }, layer)))
+    }
+}
+
+/// The log output's filter: `directives` (as `WASMKEEP_LOG` gives them),
+/// never the request path's spans.
+pub fn logs_filter(directives: &str) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::new(directives)
+        .add_directive(format!("{TARGET}=off").parse().expect("a directive of the target"))
+}
+
+fn logs<S, W>(directives: &str, writer: W) -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer().with_writer(writer).with_filter(logs_filter(directives))
+}
+
+/// The node's subscriber with no export: its log lines only. No layer
+/// wants the request path's spans, so their call sites are off.
+pub fn without_spans<W>(directives: &str, writer: W) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt;
+    tracing_subscriber::registry().with(logs(directives, writer))
+}
+
+/// The node's subscriber exporting the request path's spans through
+/// `spans` (from [`Tracing::start`]), beside its log lines.
+pub fn with_spans<W>(
+    directives: &str,
+    writer: W,
+    spans: impl Layer<tracing_subscriber::Registry> + Send + Sync,
+) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt;
+    tracing_subscriber::registry().with(spans).with(logs(directives, writer))
+}
+
+/// Makes `span` a child of the context `trace` carries, if it carries one
+/// (none: the span starts a trace). Call it before [`carried`].
+pub fn adopt(span: &tracing::Span, trace: &TraceContext) {
+    if span.is_disabled() {
+        return;
+    }
+    let Some(parent) = &trace.parent else { return };
+    let mut carrier = HashMap::with_capacity(2);
+    carrier.insert("traceparent".to_owned(), parent.clone());
+    if let Some(state) = &trace.state {
+        carrier.insert("tracestate".to_owned(), state.clone());
+    }
+    let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
+}
+
+/// The context to hand on from `span`: its own, or `passthrough` when it
+/// records nothing (tracing is off), so a client's context still reaches
+/// what the request calls.
+pub fn carried(span: &tracing::Span, passthrough: &TraceContext) -> TraceContext {
+    if span.is_disabled() {
+        return passthrough.clone();
+    }
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return passthrough.clone();
+    }
+    let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
+    TraceContextPropagator::new().inject_context(&context, &mut carrier);
+    match carrier.remove("traceparent") {
+        Some(parent) => TraceContext { parent: Some(parent), state: carrier.remove("tracestate") },
+        None => passthrough.clone(),
+    }
+}
+
+/// Marks `span` failed with `reason` (a refusal's or an error's name,
+/// never a value or a body).
+pub fn failed(span: &tracing::Span, reason: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.set_status(opentelemetry::trace::Status::error(reason.to_owned()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_nothing_configured_tracing_is_off() {
+        let settings = TraceSettings::default();
+        if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
+            && std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
+        {
+            assert_eq!(endpoint(&settings), None);
+        }
+        let named = TraceSettings { endpoint: Some("http://collector:4318/".into()), ..Default::default() };
+        assert_eq!(endpoint(&named).as_deref(), Some("http://collector:4318/v1/traces"));
+    }
+
+    /// The node's subscriber as `main` makes it: with no export, the
+    /// request path's spans are disabled at their call site (no span is
+    /// made, nothing is recorded); with one, they are made.
+    #[test]
+    fn with_no_export_the_request_paths_spans_cost_nothing() {
+        tracing::subscriber::with_default(without_spans("info", std::io::sink), || {
+            assert!(tracing::info_span!(target: TARGET, "off").is_disabled());
+            assert!(!tracing::info_span!("a log line's span").is_disabled());
+        });
+        let exporter = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("test"))
+            .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
+        tracing::subscriber::with_default(with_spans("info", std::io::sink, spans), || {
+            let span = tracing::info_span!(target: TARGET, parent: None, "on");
+            assert!(!span.is_disabled());
+            let client = TraceContext {
+                parent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+                state: None,
+            };
+            adopt(&span, &client);
+            let carried = carried(&span, &client);
+            let parent = carried.parent.expect("the span's own context");
+            assert!(parent.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"), "{parent}");
+            assert_ne!(parent, client.parent.unwrap(), "the span's own id, not the client's");
+        });
+        let _ = provider.force_flush();
+        let finished = exporter.get_finished_spans().unwrap();
+        assert_eq!(finished.len(), 1);
+        assert_eq!(finished[0].parent_span_id.to_string(), "00f067aa0ba902b7");
+    }
+
+    #[test]
+    fn a_disabled_span_carries_the_clients_context_through() {
+        let client = TraceContext {
+            parent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            state: Some("k=v".into()),
+        };
+        let span = tracing::Span::none();
+        adopt(&span, &client);
+        assert_eq!(carried(&span, &client), client);
+        assert_eq!(carried(&span, &TraceContext::default()), TraceContext::default());
+    }
+}

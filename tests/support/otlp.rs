@@ -1,0 +1,154 @@
+//! An OTLP/HTTP receiver for tests: `POST /v1/traces` bodies decoded with
+//! the protocol's own definitions (`opentelemetry-proto`), every span kept
+//! for the test to look at.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
+use prost::Message;
+
+/// One span as the receiver got it.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub trace_id: String,
+    pub span_id: String,
+    /// Empty for a root.
+    pub parent: String,
+    pub name: String,
+    /// `SPAN_KIND_*`: 1 internal, 2 server, 3 client.
+    pub kind: i32,
+    pub attributes: HashMap<String, String>,
+    /// 0 unset, 1 ok, 2 error; and the error's message.
+    pub status: (i32, String),
+    /// The resource's `service.name`, and `service.instance.id` (a
+    /// node's id).
+    pub service: String,
+    pub instance: String,
+}
+
+impl Span {
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).map(String::as_str)
+    }
+}
+
+/// A running receiver.
+pub struct Collector {
+    pub addr: SocketAddr,
+    spans: Arc<Mutex<Vec<Span>>>,
+    /// Export requests received, and how many could not be decoded.
+    pub requests: Arc<Mutex<(usize, usize)>>,
+}
+
+fn text(value: &Option<AnyValue>) -> String {
+    match value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => s.clone(),
+        Some(any_value::Value::IntValue(i)) => i.to_string(),
+        Some(any_value::Value::BoolValue(b)) => b.to_string(),
+        Some(any_value::Value::DoubleValue(d)) => d.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Collector {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
+        let requests: Arc<Mutex<(usize, usize)>> = Arc::default();
+        let (kept, counted) = (spans.clone(), requests.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let (kept, counted) = (kept.clone(), counted.clone());
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let (kept, counted) = (kept.clone(), counted.clone());
+                        async move {
+                            let path = req.uri().path().to_owned();
+                            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                            let decoded = (path == "/v1/traces").then(|| ExportTraceServiceRequest::decode(body));
+                            let mut count = counted.lock().unwrap();
+                            count.0 += 1;
+                            match decoded {
+                                Some(Ok(request)) => kept.lock().unwrap().extend(spans_of(request)),
+                                _ => count.1 += 1,
+                            }
+                            let mut answer = http::Response::new(Full::new(Bytes::new()));
+                            answer.headers_mut().insert("content-type", "application/x-protobuf".parse().unwrap());
+                            Ok::<_, std::convert::Infallible>(answer)
+                        }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                });
+            }
+        });
+        Self { addr, spans, requests }
+    }
+
+    /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every span received so far.
+    pub fn spans(&self) -> Vec<Span> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    /// The spans of trace `trace_id` once `done` holds of them (within
+    /// 20 s), or what came by then.
+    pub async fn trace(&self, trace_id: &str, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = self.spans().into_iter().filter(|s| s.trace_id == trace_id).collect();
+            if done(&found) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        found
+    }
+}
+
+fn spans_of(request: ExportTraceServiceRequest) -> Vec<Span> {
+    let mut out = Vec::new();
+    for resource in request.resource_spans {
+        let attribute = |key: &str| {
+            resource
+                .resource
+                .as_ref()
+                .and_then(|r| r.attributes.iter().find(|a| a.key == key))
+                .map(|a| text(&a.value))
+                .unwrap_or_default()
+        };
+        let (service, instance) = (attribute("service.name"), attribute("service.instance.id"));
+        for scope in resource.scope_spans {
+            for span in scope.spans {
+                out.push(Span {
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent: hex(&span.parent_span_id),
+                    name: span.name,
+                    kind: span.kind,
+                    attributes: span.attributes.iter().map(|a| (a.key.clone(), text(&a.value))).collect(),
+                    status: span.status.map(|s| (s.code, s.message)).unwrap_or_default(),
+                    service: service.clone(),
+                    instance: instance.clone(),
+                });
+            }
+        }
+    }
+    out
+}
