@@ -202,3 +202,62 @@ async fn https_egress_trusts_the_configured_roots_and_refuses_others() {
     let error = fetch_error(&n, &url.replace("localhost", "127.0.0.1")).await;
     assert!(error.contains("TlsCertificateError"), "{error}");
 }
+
+/// A local upstream that answers `200` and keeps each request's head.
+async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/traced", listener.local_addr().unwrap());
+    let heads: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let kept = heads.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = conn.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                }
+                kept.lock().unwrap().push(String::from_utf8_lossy(&request).to_ascii_lowercase());
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                conn.write_all(answer.as_bytes()).await.unwrap();
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    (url, heads)
+}
+
+/// An actor's and a front's outbound requests carry the trace context of
+/// the request that ran them (with no export configured, the client's
+/// own, passed through); a request without one carries none.
+#[tokio::test]
+async fn an_outbound_request_carries_its_events_trace_context() {
+    let (url, heads) = recording_upstream().await;
+    let spec = VersionSpec {
+        front: Some(guests().front.clone()),
+        classes: vec![class("web", Access::Open, &guests().uses_http)],
+        required_values: vec![],
+    };
+    let n = TestNode::start(test_limits(), spec).await;
+    let client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for path in [format!("/actor/web/a/?url={}", enc(&url)), format!("/fetch?url={}", enc(&url))] {
+        let request =
+            n.client.get(format!("{}{path}", n.url)).header("traceparent", client).header("tracestate", "k=v");
+        let a = n.send(request).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    assert_eq!(n.get(&format!("/actor/web/b/?url={}", enc(&url))).await.status, 200);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 3, "{heads:?}");
+    for head in &heads[..2] {
+        assert!(head.contains(&format!("traceparent: {client}\r\n")), "{head}");
+        assert!(head.contains("tracestate: k=v\r\n"), "{head}");
+    }
+    assert!(!heads[2].contains("traceparent"), "{}", heads[2]);
+}

@@ -28,11 +28,15 @@ use crate::{flag, stats};
 #[derive(Default)]
 struct MemoryHost {
     kv: BTreeMap<String, Vec<u8>>,
+    trace: wasmkeep_core::TraceContext,
 }
 
 impl GuestHost for MemoryHost {
     fn value(&self, _name: &str) -> Option<String> {
         None
+    }
+    fn trace(&self) -> &wasmkeep_core::TraceContext {
+        &self.trace
     }
     async fn call(&mut self, _address: String, _request: Request) -> Result<Response, CallError> {
         Err(CallError::Failed("no calls in this benchmark".into()))

@@ -317,6 +317,10 @@ pub(crate) fn over_quota(over: &OverBudget) -> Quota {
 }
 
 impl GuestHost for ActorEventHost {
+    fn trace(&self) -> &TraceContext {
+        &self.event.trace
+    }
+
     fn value(&self, name: &str) -> Option<String> {
         self.event.values.get(name).cloned()
     }

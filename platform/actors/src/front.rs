@@ -109,6 +109,10 @@ impl Node {
 }
 
 impl GuestHost for FrontHost {
+    fn trace(&self) -> &TraceContext {
+        &self.trace
+    }
+
     fn value(&self, name: &str) -> Option<String> {
         self.values.get(name).cloned()
     }

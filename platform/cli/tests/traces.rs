@@ -47,7 +47,7 @@ async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
     let spans =
         collector.trace(CLIENT_TRACE, |spans| spans.iter().filter(|s| s.name == "actor.event").count() >= 3).await;
 
-    let edge = one(&spans, "the edge's span", |s| s.name == "GET");
+    let edge = one(&spans, "the edge's span", |s| s.name == "GET" && s.kind == 2);
     assert_eq!(edge.parent, CLIENT_SPAN, "the client's traceparent is honoured");
     assert_eq!(edge.kind, 2, "server");
     assert_eq!(edge.attr("http.request.method"), Some("GET"));
@@ -156,4 +156,45 @@ async fn a_node_that_does_not_trust_traceparent_starts_its_own_trace() {
     let events = own.iter().filter(|s| s.name == "actor.event").count();
     assert_eq!(events, 3, "the page's own trace holds its spans: {own:#?}");
     assert!(collector.spans().iter().all(|s| s.trace_id != CLIENT_TRACE));
+}
+
+/// A guest's outbound request is a client span under its event's, failed
+/// by name when the egress policy refuses it (`serve` lets apps reach
+/// public addresses only).
+#[tokio::test]
+async fn an_outbound_request_is_a_client_span_of_its_event() {
+    use serde_json::json;
+    let collector = Collector::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = collector.endpoint();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let s = Serve::start_with(data.path(), &[], &env);
+    let token = signup(&s, "alpha").await;
+    let bundle = json!({
+        "manifest": {"classes": {"web": {"access": "open", "component": "web"}}},
+        "components": {"web": common::b64(&wasmkeep_tests::guests().uses_http)},
+    });
+    assert_eq!(s.api("PUT", "/v1/apps/out", Some(&token), None).await.0, 201);
+    let (status, text) =
+        s.api_raw("POST", "/v1/apps/out/versions", Some(&token), Some(bundle.to_string().into_bytes())).await;
+    assert_eq!(status, 201, "{text}");
+    assert_eq!(s.api("POST", "/v1/apps/out/versions/1/activate", Some(&token), None).await.0, 200);
+    let trace = "6bf92f3577b34da6a3ce929d0e0e4738";
+    let answer = reqwest::Client::new()
+        .get(format!("http://{}/actor/web/a/?url=http%3A%2F%2F127.0.0.1%3A9%2Fsecret", s.public))
+        .header("host", "out.alpha.localhost")
+        .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let spans = collector.trace(trace, |s| s.iter().any(|s| s.kind == 3)).await;
+    // Named by its method, as the HTTP conventions name a client's span.
+    let outbound = one(&spans, "the outbound request's span", |s| s.kind == 3 && s.name == "GET");
+    let event = one(&spans, "its event", |s| s.name == "actor.event");
+    assert_eq!(outbound.parent, event.span_id);
+    assert_eq!(outbound.kind, 3, "client");
+    assert_eq!(outbound.attr("server.address"), Some("127.0.0.1"));
+    assert_eq!(outbound.attr("http.request.method"), Some("GET"));
+    assert_eq!(outbound.status, (2, "denied".to_owned()));
 }

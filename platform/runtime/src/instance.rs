@@ -82,6 +82,8 @@ impl<H: ActorHost> ActorInstance<H> {
     /// Runs one event within the wall that `ends` then.
     pub async fn run(&mut self, event: &GuestEvent, ends: Instant) -> Result<EventAnswer, EventFailure> {
         wall::start(&mut self.store, ends);
+        let state = self.store.data_mut();
+        state.egress.trace = state.host.trace().clone();
         let (store, events) = (&mut self.store, self.bindings.wasmkeep_actor_events());
         let run = async {
             wasmtime::Result::Ok(match event {

@@ -113,6 +113,7 @@ impl Tracing {
             .with_tracked_inactivity(false)
             .with_threads(false)
             .with_location(false)
+            .with_target(false)
             .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
         Ok(Some((Self { provider }, layer)))
     }

@@ -13,8 +13,11 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tracing::Instrument;
+use tracing::field::Empty;
 use wasmkeep_core::egress::EgressPolicy;
-use wasmkeep_core::head;
+use wasmkeep_core::{TraceContext, head};
+use wasmkeep_telemetry::traces::{self, TARGET};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiHttpHooks};
 
 type WasiBody = UnsyncBoxBody<Bytes, Error>;
@@ -37,6 +40,9 @@ pub struct Egress {
     quota: Option<Arc<dyn EgressQuota>>,
     /// What the app's guests sent out and received.
     counts: Arc<EgressCounts>,
+    /// The running event's trace context (set as each begins): an
+    /// outbound request's span is its child, and carries it on.
+    pub(crate) trace: TraceContext,
 }
 
 /// An app's outbound requests, and the bytes of their answers' bodies.
@@ -60,7 +66,7 @@ impl std::fmt::Debug for Egress {
 
 impl Egress {
     pub fn for_app(app: Arc<str>, policy: Arc<EgressPolicy>, tls: Arc<rustls::ClientConfig>) -> Self {
-        Self { app, policy, tls, quota: None, counts: Arc::default() }
+        Self { app, policy, tls, quota: None, counts: Arc::default(), trace: TraceContext::default() }
     }
 
     /// The same, counting into `counts` (an app's, across its policies).
@@ -85,18 +91,72 @@ impl WasiHttpHooks for Egress {
 
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
         tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
+        let span = outbound_span(&mut request, &self.trace);
         if self.quota.as_ref().is_some_and(|q| !q.take()) {
             tracing::debug!(app = %self.app, "an outbound request over the plan's rate");
+            traces::failed(&span, "quota");
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         let tls = (request.uri().scheme() == Some(&Scheme::HTTPS)).then(|| self.tls.clone());
         self.counts.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::new(send(request, options, self.policy.clone(), tls, self.counts.clone()))
+        let sending = send(request, options, self.policy.clone(), tls, self.counts.clone());
+        Box::new(async move {
+            let sent = sending.instrument(span.clone()).await;
+            match &sent {
+                Ok((response, _)) => {
+                    span.record("http.response.status_code", response.status().as_u16());
+                }
+                Err(e) => traces::failed(&span, error_name(e)),
+            }
+            sent
+        })
+    }
+}
+
+/// The span of an outbound request (kind client), a child of the running
+/// event's; the request carries it on in `traceparent` (with tracing
+/// off, the event's own context, if it came with one). A guest's own
+/// `traceparent` and `tracestate` are replaced.
+fn outbound_span(request: &mut http::Request<WasiBody>, trace: &TraceContext) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        parent: None,
+        "http.client",
+        otel.name = %request.method(),
+        otel.kind = "client",
+        http.request.method = %request.method(),
+        server.address = request.uri().host().unwrap_or(""),
+        url.path = request.uri().path(),
+        http.response.status_code = Empty,
+    );
+    traces::adopt(&span, trace);
+    let carried = traces::carried(&span, trace);
+    let headers = request.headers_mut();
+    headers.remove(head::TRACEPARENT);
+    headers.remove(head::TRACESTATE);
+    if let Some(parent) = carried.parent.and_then(|p| http::HeaderValue::try_from(p).ok()) {
+        headers.insert(head::TRACEPARENT, parent);
+        if let Some(state) = carried.state.and_then(|s| http::HeaderValue::try_from(s).ok()) {
+            headers.insert(head::TRACESTATE, state);
+        }
+    }
+    span
+}
+
+/// An outbound request's failure, by name only.
+fn error_name(e: &Error) -> &'static str {
+    match e {
+        Error::HttpRequestDenied => "denied",
+        Error::ConnectionTimeout | Error::ConnectionReadTimeout => "timeout",
+        Error::DnsError { .. } => "dns",
+        Error::TlsCertificateError => "tls",
+        Error::Connect(_) => "connect",
+        _ => "failed",
     }
 }
 

@@ -32,6 +32,9 @@ pub use crate::bindings::wasmkeep::actor::storage::{Page, StorageError};
 /// event (an actor) or per request (a front).
 pub trait GuestHost: Send + 'static {
     fn value(&self, name: &str) -> Option<String>;
+    /// The trace context of the event or request now running: a guest's
+    /// outbound requests are its children.
+    fn trace(&self) -> &wasmkeep_core::TraceContext;
     /// Calls another actor of the app and waits for its answer.
     fn call(&mut self, address: String, request: Request) -> impl Future<Output = Result<Response, CallError>> + Send;
     /// Calls several at once; one result per entry, in input order.
