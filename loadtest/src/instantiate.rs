@@ -92,8 +92,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let body = async move {
         let probe = wasmkeep_tests::guests().probe.clone();
         let limits = Limits { idle_secs: 0.05, ..Limits::default() };
-        let engine =
-            EngineConfig { instances: limits.pool_instances, memory_bytes: limits.memory_bytes, busy_guests: 1 };
+        let logs =
+            wasmkeep_telemetry::logs::GuestLogs::new(wasmkeep_telemetry::logs::LogRates { per_actor: 0, per_app: 0 });
+        let engine = EngineConfig {
+            instances: limits.pool_instances,
+            memory_bytes: limits.memory_bytes,
+            busy_guests: 1,
+            logs: std::sync::Arc::new(logs),
+        };
         let runtime: Runtime<MemoryHost, MemoryHost> =
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
         let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
@@ -104,7 +110,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // wakes: caches and the CPU cool down in it.
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
-        let label = wasmkeep_runtime::GuestLabel { app: "bench/app".into(), guest: "probe/raw".into() };
+        let app = wasmkeep_core::AppRef {
+            id: wasmkeep_core::AppId(1),
+            tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
+            name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
+        };
+        let address = wasmkeep_core::Address::parse("probe/raw").map_err(|e| e.to_string())?;
+        let label = wasmkeep_runtime::GuestLabel::actor(&app, "bench/app".into(), &address);
         let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
         let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
         let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls);

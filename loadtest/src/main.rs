@@ -18,6 +18,7 @@
 //! target/release/wasmkeep-loadtest fairness --burst   # the same, the noisy requests twenty at once
 //! target/release/wasmkeep-loadtest cluster-call       # actors.call to another node vs the same node vs raw QUIC
 //! target/release/wasmkeep-loadtest cluster-call-many  # 16 callees over three nodes at once vs one
+//! target/release/wasmkeep-loadtest tracing-cost       # http-events and front with traces off, on, sampled
 //! target/release/wasmkeep-loadtest cluster-broadcast  # a room's sockets relayed through other nodes vs direct
 //! ```
 
@@ -36,6 +37,7 @@ mod probe_node;
 mod probe_process;
 mod sockets;
 mod stats;
+mod tracing_cost;
 mod wake;
 
 use std::process::ExitCode;
@@ -70,7 +72,8 @@ fn main() -> ExitCode {
         "cluster-call" => cluster_call::call(rest),
         "cluster-call-many" => cluster_call::call_many(rest),
         "cluster-broadcast" => cluster_broadcast::run(rest),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast [--flag value]..."
+        "tracing-cost" => tracing_cost::run(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast|tracing-cost [--flag value]..."
                 .to_string()),
         };
     match result {

@@ -336,7 +336,7 @@ async fn execute(
         slot @ None => {
             tracing::Span::current().record("wasmkeep.actor.woke", true);
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
-            let label = GuestLabel { app: app.label.clone(), guest: actor.address.to_string().into() };
+            let label = GuestLabel::actor(&envelope.app, app.label.clone(), &actor.address);
             let cpu = node.cpu_share(&envelope.app);
             let instance =
                 class.component.instantiate(host, label, app.egress(), cpu, ends).await.map_err(from_failure)?;

@@ -93,14 +93,19 @@ impl StorageGate {
     /// Commits `batch` under the event's epoch and budget.
     async fn commit(&mut self, batch: &WriteBatch) -> Result<(), StoreError> {
         // A child of the event's span: what the commit wrote, never a value.
-        let span = tracing::info_span!(
+        // A socket's events have no span (ADR 0020), nor their commits.
+        let span = if tracing::Span::current().is_none() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
             target: wasmkeep_telemetry::traces::TARGET,
             "storage.commit",
             wasmkeep.storage.keys_written = batch.writes.len(),
             wasmkeep.storage.bytes_written =
                 batch.writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>(),
-            wasmkeep.storage.cleared = batch.clear,
-        );
+                wasmkeep.storage.cleared = batch.clear,
+            )
+        };
         let committed = {
             use tracing::Instrument;
             self.store.commit(&self.key, self.epoch, batch, self.budget).instrument(span.clone()).await

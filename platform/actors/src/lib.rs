@@ -36,6 +36,7 @@ use wasmkeep_scheduler::{FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, UsageCounts, ValueSeal, value_context};
 use wasmkeep_telemetry::Metrics;
+use wasmkeep_telemetry::logs::{GuestLogs, LogRates};
 
 pub use actor_host::ActorEventHost;
 pub use app::{ClassSpec, VersionSpec};
@@ -183,6 +184,8 @@ pub(crate) struct NodeInner {
     /// The calls fronts have waiting, per callee and in all.
     pub front_waits: FrontWaits<MailboxKey>,
     pub metrics: Arc<Metrics>,
+    /// Guests' stdout and stderr, a record per line.
+    pub logs: Arc<GuestLogs>,
     apps: RwLock<app::Apps<ActorEventHost, FrontHost>>,
     values: Arc<dyn ValueSeal>,
     pub mailboxes: Mailboxes,
@@ -305,11 +308,16 @@ impl Node {
 
     fn start(config: NodeConfig, store: Arc<dyn Store>, remote: Option<Arc<dyn Remote>>) -> anyhow::Result<Self> {
         config.limits.validate()?;
+        let logs = Arc::new(GuestLogs::new(LogRates {
+            per_actor: config.limits.log_lines_per_actor_per_second,
+            per_app: config.limits.log_lines_per_app_per_second,
+        }));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let engine = EngineConfig {
             instances: config.limits.pool_instances,
             memory_bytes: config.limits.memory_bytes,
             busy_guests: config.limits.busy_guests(cores),
+            logs: logs.clone(),
         };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
         let egress_tls =
@@ -334,6 +342,7 @@ impl Node {
                 config.limits.front_calls_per_node() as usize,
             ),
             metrics: Arc::new(Metrics::default()),
+            logs,
             sockets: Registry::new(SocketLimits {
                 per_actor: config.limits.sockets_per_actor as usize,
                 per_node: config.limits.sockets_per_node as usize,
@@ -385,6 +394,11 @@ impl Node {
     }
 
     /// The node's counters.
+    /// Guests' log records: kept, and tailed by the provisioning API.
+    pub fn guest_logs(&self) -> &Arc<GuestLogs> {
+        &self.0.logs
+    }
+
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.0.metrics
     }

@@ -10,6 +10,7 @@ use crate::Node;
 impl Source for Node {
     fn collect(&self, out: &mut Exposition) {
         self.0.metrics.collect(out);
+        self.0.logs.collect(out);
         // Only classes of an active version are reported: a client naming
         // classes that do not exist cannot grow the exposition.
         let mut depth: BTreeMap<(String, String, String), u64> = BTreeMap::new();

@@ -53,6 +53,8 @@ enum Command {
     Tokens(client::TokensArgs),
     /// An app's actors.
     Actors(client::ActorsArgs),
+    /// An app's logs as its guests write them (stdout and stderr).
+    Tail(client::TailArgs),
     /// The operator's cluster tools (`cluster init`).
     Cluster(cluster::ClusterArgs),
     /// Drain a node (the operator's token): its actors and sockets move to
@@ -65,6 +67,7 @@ enum Command {
 /// reach the log output; with no traces, nothing records them.
 fn observe(
     traces: Option<wasmkeep_telemetry::traces::TraceSettings>,
+    format: wasmkeep_telemetry::traces::LogFormat,
 ) -> Result<Option<wasmkeep_telemetry::traces::Tracing>, String> {
     use tracing_subscriber::util::SubscriberInitExt;
     use wasmkeep_telemetry::traces::{Tracing, with_spans, without_spans};
@@ -75,11 +78,11 @@ fn observe(
     };
     Ok(match started {
         Some((tracing, spans)) => {
-            with_spans(&directives, std::io::stderr, spans).init();
+            with_spans(&directives, format, std::io::stderr, spans).init();
             Some(tracing)
         }
         None => {
-            without_spans(&directives, std::io::stderr).init();
+            without_spans(&directives, format, std::io::stderr).init();
             None
         }
     })
@@ -91,14 +94,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Traces are a server's: `serve` reads where they go from its
     // configuration, `dev` from the standard variables.
-    let traces = match &cli.command {
-        Command::Serve(args) => {
-            serve_config::ServeConfig::load(args).ok().map(|cfg| cfg.telemetry.traces(cfg.cluster.node_id.as_deref()))
-        }
-        Command::Dev(_) => Some(wasmkeep_telemetry::traces::TraceSettings::default()),
-        _ => None,
+    use wasmkeep_telemetry::traces::{LogFormat, TraceSettings};
+    let (traces, format) = match &cli.command {
+        Command::Serve(args) => match serve_config::ServeConfig::load(args) {
+            Ok(cfg) => (Some(cfg.telemetry.traces(cfg.cluster.node_id.as_deref())), cfg.telemetry.log_format),
+            // The configuration's error is told by `serve` itself.
+            Err(_) => (None, LogFormat::Text),
+        },
+        Command::Dev(_) => (Some(TraceSettings::default()), LogFormat::Text),
+        _ => (None, LogFormat::Text),
     };
-    let _tracing = match observe(traces) {
+    let _tracing = match observe(traces, format) {
         Ok(tracing) => tracing,
         Err(e) => {
             eprintln!("error: {e}");
@@ -117,6 +123,7 @@ fn main() -> ExitCode {
             Command::Values(args) => client::values(args).await,
             Command::Tokens(args) => client::tokens(args).await,
             Command::Actors(args) => client::actors(args).await,
+            Command::Tail(args) => client::tail(args).await,
             Command::Cluster(args) => cluster::run(args),
             Command::Drain(args) => client::drain(args).await,
         }

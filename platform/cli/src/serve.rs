@@ -376,6 +376,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     }
 
     let drain_asked = Arc::new(tokio::sync::Notify::new());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let service = Arc::new(Service {
         node: node.clone(),
         store,
@@ -390,6 +391,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         limits: RateLimits::new(cfg.rates),
         started: wasmkeep_tenants::api::unix_now(),
         drain: drain_asked.clone(),
+        stopping: stop_rx.clone(),
     });
     let forget = service.clone();
     tokio::spawn(async move {
@@ -406,7 +408,6 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     eprintln!("wasmkeep: provisioning API on {scheme}://{api_addr}/v1 (sign-up: {signup:?})");
     eprintln!("wasmkeep: the operator's token is in {}", token_path.display());
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
+use wasmkeep_telemetry::traces::LogFormat;
 use wasmkeep_tenants::api::SignupMode;
 use wasmkeep_tenants::api::limits::RateSettings;
 
@@ -70,11 +71,21 @@ pub struct TelemetrySettings {
     /// of the client's trace [default: true]; false: every request starts
     /// a trace of its own, and the client's context goes no further.
     pub trust_traceparent: bool,
+    /// The node's log output on stderr: `json` (one object a line, each
+    /// guest's line with its tenant, app, actor and trace) or `text`
+    /// [default: json].
+    pub log_format: LogFormat,
 }
 
 impl Default for TelemetrySettings {
     fn default() -> Self {
-        Self { otlp_endpoint: None, otlp_protocol: None, service_name: None, trust_traceparent: true }
+        Self {
+            otlp_endpoint: None,
+            otlp_protocol: None,
+            service_name: None,
+            trust_traceparent: true,
+            log_format: LogFormat::Json,
+        }
     }
 }
 

@@ -198,3 +198,209 @@ async fn an_outbound_request_is_a_client_span_of_its_event() {
     assert_eq!(outbound.attr("http.request.method"), Some("GET"));
     assert_eq!(outbound.status, (2, "denied".to_owned()));
 }
+
+/// A socket is one span from its open to its close, in the trace of the
+/// front that handed it off, with what crossed it counted and its close
+/// code; its messages are no spans of their own.
+#[tokio::test]
+async fn a_socket_is_one_span_with_its_messages_counted() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    let collector = Collector::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = collector.endpoint();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let s = Serve::start_with(data.path(), &[], &env);
+    let token = signup(&s, "alpha").await;
+    let login = tempfile::tempdir().unwrap();
+    let (ok, _, err) = cli(&s, login.path(), &["deploy", &example("chat"), "--token", &token], None);
+    assert!(ok, "{err}");
+    let (ok, _, err) =
+        cli(&s, login.path(), &["values", "set", "chat", "TOKEN_SECRET", "--token", &token], Some("a long secret\n"));
+    assert!(ok, "{err}");
+    let signed_in = reqwest::Client::new()
+        .post(format!("http://{}/login", s.public))
+        .header("host", "chat.alpha.localhost")
+        .form(&[("user", "ann")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status().as_u16(), 200);
+    let body: serde_json::Value = serde_json::from_str(&signed_in.text().await.unwrap()).unwrap();
+    let user_token = body["token"].as_str().unwrap();
+    let trace = "7bf92f3577b34da6a3ce929d0e0e4739";
+    let mut request = format!("ws://{}/rooms/lobby/ws?token={user_token}", s.public).into_client_request().unwrap();
+    request.headers_mut().insert("host", "chat.alpha.localhost".parse().unwrap());
+    request.headers_mut().insert("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01").parse().unwrap());
+    let mut ws = tokio_tungstenite::connect_async(request).await.expect("the chat opens").0;
+    let said = [r#"{"text":"one"}"#, r#"{"text":"two!"}"#];
+    for text in said {
+        ws.send(Message::text(text)).await.unwrap();
+    }
+    // The room sends each message back to its sender too.
+    let mut out_bytes = 0;
+    for _ in said {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), ws.next()).await.unwrap() {
+            Some(Ok(Message::Text(t))) => out_bytes += t.len(),
+            other => panic!("{other:?}"),
+        }
+    }
+    ws.close(Some(CloseFrame { code: 4000.into(), reason: "bye".into() })).await.unwrap();
+    while ws.next().await.is_some() {}
+
+    let spans = collector.trace(trace, |s| s.iter().any(|s| s.name == "websocket")).await;
+    let socket = one(&spans, "the socket's span", |s| s.name == "websocket");
+    let front = one(&spans, "the front's span", |s| s.name == "front");
+    assert_eq!(front.attr("wasmkeep.front.outcome"), Some("handoff"));
+    assert_eq!(socket.parent, front.span_id, "the hand-off's socket is the front's child");
+    assert_eq!(socket.kind, 2, "server");
+    assert_eq!(socket.attr("wasmkeep.actor.class"), Some("room"));
+    assert_eq!(socket.attr("wasmkeep.actor.name"), Some("lobby"));
+    assert_eq!(socket.attr("wasmkeep.socket.messages_in"), Some("2"));
+    let in_bytes: usize = said.iter().map(|t| t.len()).sum();
+    assert_eq!(socket.attr("wasmkeep.socket.bytes_in"), Some(in_bytes.to_string().as_str()));
+    assert_eq!(socket.attr("wasmkeep.socket.messages_out"), Some("2"));
+    assert_eq!(socket.attr("wasmkeep.socket.bytes_out"), Some(out_bytes.to_string().as_str()));
+    assert_eq!(socket.attr("wasmkeep.socket.close_code"), Some("4000"));
+    // Nothing per message: the edge's request, the front, the socket,
+    // and the room's open event at most.
+    assert!(spans.iter().all(|s| s.name != "actor.event" || s.attr("url.path").is_some()), "{spans:#?}");
+    assert!(spans.len() <= 4, "{spans:#?}");
+}
+
+/// Reads records from a tail's answer until `enough` holds of them.
+async fn records_until(
+    tail: &mut reqwest::Response,
+    got: &mut Vec<serde_json::Value>,
+    enough: impl Fn(&[serde_json::Value]) -> bool,
+) {
+    let mut pending = Vec::new();
+    while !enough(got) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(20), tail.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("records in time; got {got:#?}"))
+            .unwrap()
+            .expect("the tail goes on");
+        pending.extend_from_slice(&chunk);
+        while let Some(at) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=at).collect();
+            got.push(serde_json::from_slice(&line[..at]).unwrap());
+        }
+    }
+}
+
+/// A guest's `println!` and `eprintln!` are records with its tenant, app,
+/// actor and the trace and span of the event that wrote them: on the
+/// node's output (JSON), in a tenant's live tail (the API and `wasmkeep
+/// tail`), never in another tenant's; lines are cut at 16 KiB, and a
+/// guest over its rate loses lines, counted.
+#[tokio::test]
+async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
+    let collector = Collector::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let limits = data.path().join("limits.toml");
+    std::fs::write(&limits, "log_lines_per_actor_per_second = 8\n").unwrap();
+    let endpoint = collector.endpoint();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
+    let s = Serve::start_with(data.path(), &extra, &env);
+    let (alpha, beta) = (signup(&s, "alpha").await, signup(&s, "beta").await);
+    common::deploy(&s, &alpha, "p").await;
+    common::deploy(&s, &beta, "p").await;
+    let client = reqwest::Client::new();
+    let follow = |token: &str, query: &str| {
+        client.get(format!("{}/v1/apps/p/logs?follow=true{query}", s.api)).bearer_auth(token).send()
+    };
+    let mut alpha_tail = follow(&alpha, "").await.unwrap();
+    assert_eq!(alpha_tail.status().as_u16(), 200);
+    assert_eq!(alpha_tail.headers()["content-type"], "application/x-ndjson");
+    let mut beta_tail = follow(&beta, "").await.unwrap();
+    let mut only_b = follow(&alpha, "&class=probe&name=b").await.unwrap();
+
+    let trace = "8bf92f3577b34da6a3ce929d0e0e4730";
+    let printed = client
+        .get(format!("http://{}/actor/probe/a/print?text=hello&err=oops&tail=unfinished", s.public))
+        .header("host", "p.alpha.localhost")
+        .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(printed.status().as_u16(), 200);
+    let mut got = Vec::new();
+    records_until(&mut alpha_tail, &mut got, |r| r.len() >= 3).await;
+    let lines: Vec<(&str, &str)> =
+        got.iter().map(|r| (r["stream"].as_str().unwrap(), r["line"].as_str().unwrap())).collect();
+    assert_eq!(lines, [("stdout", "hello 0"), ("stderr", "oops"), ("stdout", "unfinished")]);
+    let spans = collector.trace(trace, |s| s.iter().any(|s| s.name == "actor.event")).await;
+    let event = one(&spans, "the event", |s| s.name == "actor.event");
+    for r in &got {
+        assert_eq!((r["tenant"].as_str(), r["app"].as_str()), (Some("alpha"), Some("p")));
+        assert_eq!((r["class"].as_str(), r["name"].as_str()), (Some("probe"), Some("a")));
+        assert_eq!(r["trace_id"].as_str(), Some(trace), "{r}");
+        assert_eq!(r["span_id"].as_str(), Some(event.span_id.as_str()), "the line's span is its event's");
+    }
+
+    // Beta's app of the same name prints too: each tail has its own.
+    let (status, _) = s.public("p.beta.localhost", "/actor/probe/a/print?text=beta-only").await;
+    assert_eq!(status, 200);
+    let mut beta_got = Vec::new();
+    records_until(&mut beta_tail, &mut beta_got, |r| !r.is_empty()).await;
+    assert_eq!(beta_got[0]["line"], "beta-only 0");
+    assert_eq!(beta_got[0]["tenant"], "beta");
+    // The filter: actor b's line only, though a's came first.
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/a/print?text=from-a").await.0, 200);
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/b/print?text=from-b").await.0, 200);
+    let mut b_got = Vec::new();
+    records_until(&mut only_b, &mut b_got, |r| !r.is_empty()).await;
+    assert_eq!((b_got[0]["name"].as_str(), b_got[0]["line"].as_str()), (Some("b"), Some("from-b 0")));
+
+    // A long line is its first 16 KiB, marked; over the rate, lines go,
+    // are counted, and the next record says how many.
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/c/print?text=t&times=0&long=20000").await.0, 200);
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/d/print?text=burst&times=20").await.0, 200);
+    let mut later = Vec::new();
+    records_until(&mut alpha_tail, &mut later, |r| r.iter().filter(|r| r["name"] == "d").count() >= 8).await;
+    let long = later.iter().find(|r| r["name"] == "c").unwrap();
+    assert_eq!((long["line"].as_str().unwrap().len(), long["truncated"].as_bool()), (16 * 1024, Some(true)));
+    assert_eq!(later.iter().filter(|r| r["name"] == "d").count(), 8);
+    let dropped = s.metric("wasmkeep_guest_log_lines_dropped_total{tenant=\"alpha\"} ").await;
+    assert_eq!(dropped, 12.0);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/d/print?text=after").await.0, 200);
+    let mut after = Vec::new();
+    records_until(&mut alpha_tail, &mut after, |r| r.iter().any(|r| r["name"] == "d")).await;
+    let next = after.iter().find(|r| r["name"] == "d").unwrap();
+    assert_eq!((next["line"].as_str(), next["dropped_before"].as_u64()), (Some("after 0"), Some(12)));
+
+    // Refusals: another tenant's app is no app; a bad filter is one line.
+    let (status, _) = s.api_raw("GET", "/v1/apps/q/logs", Some(&beta), None).await;
+    assert_eq!(status, 404);
+    let (status, text) = s.api_raw("GET", "/v1/apps/p/logs?name=a", Some(&alpha), None).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("class"), "{text}");
+    assert_eq!(s.api_raw("GET", "/v1/apps/p/logs", None, None).await.0, 401);
+
+    // The kept records, through the CLI: a person's lines with the trace.
+    let login = tempfile::tempdir().unwrap();
+    let (ok, out, err) = cli(&s, login.path(), &["tail", "p", "--no-follow", "--token", &alpha], None);
+    assert!(ok, "{err}");
+    let hello = out.lines().find(|l| l.contains("hello 0")).unwrap_or_else(|| panic!("{out}"));
+    assert!(hello.contains("probe/a  stdout  hello 0") && hello.contains(&format!("trace={trace}")), "{hello}");
+    assert!(!out.contains("beta-only"), "{out}");
+    let (ok, out, _) = cli(&s, login.path(), &["tail", "p", "--no-follow", "--json", "--token", &beta], None);
+    assert!(ok && out.contains("beta-only") && !out.contains("hello"), "{out}");
+
+    // The node's own output: a JSON object per line, the record's fields.
+    let log = s.log.lock().unwrap().clone();
+    let record = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["message"] == "hello 0")
+        .unwrap_or_else(|| panic!("the node's output: {log}"));
+    assert_eq!(record["target"], "wasmkeep::guest");
+    assert_eq!((record["tenant"].as_str(), record["app"].as_str()), (Some("alpha"), Some("p")));
+    assert_eq!((record["class"].as_str(), record["name"].as_str()), (Some("probe"), Some("a")));
+    assert_eq!(record["trace_id"].as_str(), Some(trace));
+}

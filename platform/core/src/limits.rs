@@ -87,6 +87,11 @@ pub struct Limits {
     /// and may run at once; 0 for one fewer than the node's cores, at
     /// least 1. Other guests and the node's I/O keep the rest.
     pub busy_guests_at_once: u32,
+    /// Lines of stdout and stderr one actor (or front) may log a second;
+    /// the rest are dropped and counted.
+    pub log_lines_per_actor_per_second: u32,
+    /// Lines all of one app's guests together may log a second.
+    pub log_lines_per_app_per_second: u32,
 }
 
 impl Default for Limits {
@@ -126,6 +131,8 @@ impl Default for Limits {
             front_body_prefetch_bytes: 64 * 1024,
             front_slots_per_client: 0,
             busy_guests_at_once: 0,
+            log_lines_per_actor_per_second: 100,
+            log_lines_per_app_per_second: 1000,
         }
     }
 }

@@ -17,8 +17,10 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error, Message};
+use tracing::field::Empty;
 use wasmkeep_actors::{Node, Outgoing, SocketMessage, SocketQueue};
 use wasmkeep_core::close;
+use wasmkeep_telemetry::traces::{self, TARGET};
 
 /// A socket's read buffer: small, as most sockets of a node are idle (a
 /// larger message takes more reads, not more memory per idle socket).
@@ -76,25 +78,78 @@ async fn send(ws: &mut Socket, message: Message) -> Result<(), ()> {
     }
 }
 
-/// Runs an open socket until it closes.
-pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueue) {
+/// A socket's span (ADR 0020), from its open to its close: a child of the
+/// upgrade's request or the front's hand-off. Its messages are counted
+/// on it, never spans of their own.
+pub(crate) fn socket_span(envelope: &wasmkeep_core::Envelope, path: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        parent: None,
+        "websocket",
+        otel.kind = "server",
+        wasmkeep.tenant = envelope.app.tenant.as_str(),
+        wasmkeep.app = envelope.app.name.as_str(),
+        wasmkeep.actor.class = envelope.target.class.as_str(),
+        wasmkeep.actor.name = %String::from_utf8_lossy(&envelope.target.name),
+        url.path = path.split('?').next().unwrap_or(""),
+        wasmkeep.socket.messages_in = Empty,
+        wasmkeep.socket.bytes_in = Empty,
+        wasmkeep.socket.messages_out = Empty,
+        wasmkeep.socket.bytes_out = Empty,
+        wasmkeep.socket.close_code = Empty,
+    );
+    traces::adopt(&span, &envelope.trace);
+    span
+}
+
+/// What crossed a socket, each way.
+#[derive(Default)]
+struct Counts {
+    messages_in: u64,
+    bytes_in: u64,
+    messages_out: u64,
+    bytes_out: u64,
+}
+
+/// Runs an open socket until it closes; its span then holds its counts
+/// and its close code.
+pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, queue: SocketQueue, span: tracing::Span) {
+    let mut counts = Counts::default();
+    let code = serve(node, on_upgrade, queue, &mut counts).await;
+    span.record("wasmkeep.socket.messages_in", counts.messages_in);
+    span.record("wasmkeep.socket.bytes_in", counts.bytes_in);
+    span.record("wasmkeep.socket.messages_out", counts.messages_out);
+    span.record("wasmkeep.socket.bytes_out", counts.bytes_out);
+    span.record("wasmkeep.socket.close_code", code);
+}
+
+/// The socket's life; answers the code it closed with.
+async fn serve(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueue, counts: &mut Counts) -> u16 {
     let conn = queue.conn;
     let message_bytes = node.limits().socket_message_bytes as usize;
     let Some(mut ws) = accept(on_upgrade, message_bytes).await else {
         node.socket_closed(conn, close::LOST, String::new()).await;
-        return;
+        return close::LOST;
     };
     loop {
         tokio::select! {
             incoming = ws.next() => match incoming {
-                Some(Ok(Message::Text(text))) => node.socket_message(conn, SocketMessage::Text(text.to_string())).await,
-                Some(Ok(Message::Binary(data))) => node.socket_message(conn, SocketMessage::Binary(data.to_vec())).await,
+                Some(Ok(Message::Text(text))) => {
+                    counts.messages_in += 1;
+                    counts.bytes_in += text.len() as u64;
+                    node.socket_message(conn, SocketMessage::Text(text.to_string())).await
+                }
+                Some(Ok(Message::Binary(data))) => {
+                    counts.messages_in += 1;
+                    counts.bytes_in += data.len() as u64;
+                    node.socket_message(conn, SocketMessage::Binary(data.to_vec())).await
+                }
                 Some(Ok(Message::Close(frame))) => {
                     let (code, reason) = frame.map_or((close::NO_CODE, String::new()), |f| (u16::from(f.code), f.reason.to_string()));
                     node.socket_closed(conn, code, reason).await;
                     // The WebSocket layer answers the close; let it finish.
                     let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
-                    return;
+                    return code;
                 }
                 Some(Ok(_ping_pong_or_frame)) => {}
                 Some(Err(e)) => {
@@ -104,42 +159,50 @@ pub(crate) async fn run(node: Node, on_upgrade: OnUpgrade, mut queue: SocketQueu
                         // A connection cut without a close frame is lost, not broken.
                         Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
                             node.socket_closed(conn, close::LOST, String::new()).await;
-                            return;
+                            return close::LOST;
                         }
                         Error::Protocol(_) => (close::PROTOCOL_ERROR, "the client broke the WebSocket protocol".to_owned()),
                         _ => {
                             node.socket_closed(conn, close::LOST, String::new()).await;
-                            return;
+                            return close::LOST;
                         }
                     };
                     node.socket_closed(conn, code, reason.clone()).await;
                     close_and_drain(ws, code, &reason).await;
-                    return;
+                    return code;
                 }
                 None => {
                     node.socket_closed(conn, close::LOST, String::new()).await;
-                    return;
+                    return close::LOST;
                 }
             },
             outgoing = queue.rx.recv() => {
                 let Some(message) = outgoing else {
                     // The registry forgot the socket after its close was sent.
                     let _ = tokio::time::timeout(DRAIN_AT_MOST, ws.close(None)).await;
-                    return;
+                    return close::NO_CODE;
                 };
                 queue.written(&message);
                 let sent = match message {
-                    Outgoing::Text(text) => send(&mut ws, Message::text(text)).await,
-                    Outgoing::Binary(data) => send(&mut ws, Message::binary(data)).await,
+                    Outgoing::Text(text) => {
+                        counts.messages_out += 1;
+                        counts.bytes_out += text.len() as u64;
+                        send(&mut ws, Message::text(text)).await
+                    }
+                    Outgoing::Binary(data) => {
+                        counts.messages_out += 1;
+                        counts.bytes_out += data.len() as u64;
+                        send(&mut ws, Message::binary(data)).await
+                    }
                     Outgoing::Close { code, reason } => {
                         node.socket_gone(conn);
                         close_and_drain(ws, code, &reason).await;
-                        return;
+                        return code;
                     }
                 };
                 if sent.is_err() {
                     node.socket_closed(conn, close::LOST, String::new()).await;
-                    return;
+                    return close::LOST;
                 }
             }
         }

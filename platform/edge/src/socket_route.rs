@@ -81,13 +81,14 @@ async fn open(
     let key = socket.headers.iter().find(|(name, _)| name == "sec-websocket-key");
     let accept = key.map(|(_, k)| derive_accept_key(k)).ok_or(Failure::Port(PortError::BodyUnreadable))?;
     let outside = matches!(envelope.origin, Origin::Outside);
+    let span = socket_conn::socket_span(&envelope, &socket.path);
     let opened = match route {
         Route::Anywhere => node.open_socket(envelope, socket).await,
         Route::HereOnly => node.open_socket_relayed(envelope, socket.path).await.map(Opened::Here),
     };
     match opened {
         Ok(Opened::Here(queue)) => {
-            tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue));
+            tokio::spawn(socket_conn::run(node.clone(), on_upgrade, queue, span));
             Ok(switching_protocols(&accept))
         }
         Ok(Opened::There(relayed)) => Ok(relay(relayed, on_upgrade)),

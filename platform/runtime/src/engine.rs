@@ -22,6 +22,8 @@ pub struct EngineConfig {
     pub memory_bytes: u64,
     /// CPU-bound guests that may run at once (`cpu`).
     pub busy_guests: usize,
+    /// Where guests' stdout and stderr lines go.
+    pub logs: std::sync::Arc<wasmkeep_telemetry::logs::GuestLogs>,
 }
 
 /// Core instances, memories and tables one component may take: a Rust

@@ -141,6 +141,7 @@ impl<H: GuestHost> FrontComponent<H> {
         let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, cpu, ends);
         let state = store.data_mut();
         state.egress.trace = state.host.trace().clone();
+        state.output.begin(state.egress.trace.parent.clone());
         let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
         let proxy = loader::instantiated(&store, instantiated)?;
         let (answer, answered) = oneshot::channel();

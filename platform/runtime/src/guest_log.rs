@@ -1,11 +1,11 @@
-//! What guests make the node log: their output and their failures, one
-//! line each, at most a few per guest per interval. A hosted node runs
-//! guests it does not trust; a guest that prints in a loop or traps on
-//! every request must not flood the node's log or fill its disk.
+//! What guests make the node log: their output, a record per line
+//! (`wasmkeep_telemetry::logs`, which bounds each guest's rate), and their
+//! failures, one line each, at most a few per guest per interval. A hosted
+//! node runs guests it does not trust; a guest that prints in a loop or
+//! traps on every request must not flood the node's log or fill its disk.
 //!
-//! A guest's stdout and stderr are kept in memory (the last
-//! [`KEPT_BYTES`]) and logged once per event, as one line; a failure is
-//! one line too, with the output that led to it (a panic's message).
+//! A failure's line carries the output that led to it (a panic's
+//! message): the last [`KEPT_BYTES`] the guest wrote.
 
 use std::collections::HashMap;
 use std::io;
@@ -15,6 +15,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use wasmkeep_telemetry::logs::{GuestLogs, GuestWho, LINE_BYTES_MAX, Stream};
+#[cfg(test)]
+use wasmkeep_telemetry::logs::{LogFilter, LogRates};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 
@@ -28,25 +31,113 @@ const INTERVAL: Duration = Duration::from_secs(10);
 /// Guests remembered by the limiter before the oldest are forgotten.
 const GUESTS_REMEMBERED: usize = 10_000;
 
-/// A guest's output: written by WASI's stdout and stderr, read by the host
-/// at the end of each event.
-#[derive(Clone, Default)]
-pub(crate) struct GuestOutput(Arc<Mutex<BytesMut>>);
+/// A guest's output: written by WASI's stdout and stderr. Each line is a
+/// record of the node's guest logs as it completes (an event's last,
+/// unfinished line at the event's end); the most recent bytes are also
+/// kept for the line that reports a failure.
+#[derive(Clone)]
+pub(crate) struct GuestOutput {
+    shared: Arc<Mutex<Written>>,
+    stream: Stream,
+}
+
+struct Written {
+    kept: BytesMut,
+    /// The line being written to stdout and to stderr.
+    lines: [Vec<u8>; 2],
+    /// A stream's line was cut: the rest of it, to its break, is dropped.
+    cutting: [bool; 2],
+    who: GuestWho,
+    logs: Arc<GuestLogs>,
+    /// The `traceparent` of the event being run.
+    trace: Option<String>,
+}
+
+impl Written {
+    fn end_line(&mut self, i: usize, stream: Stream) {
+        let line = std::mem::take(&mut self.lines[i]);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        self.logs.line(&self.who, stream, line, self.trace.as_deref());
+    }
+}
+
+fn index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
 
 impl GuestOutput {
-    fn push(&self, bytes: &[u8]) {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.extend_from_slice(bytes);
-        if kept.len() > KEPT_BYTES {
-            let extra = kept.len() - KEPT_BYTES;
-            let _ = kept.split_to(extra);
+    /// The guest's stdout; [`Self::stderr`] gives its stderr.
+    pub(crate) fn new(who: GuestWho, logs: Arc<GuestLogs>) -> Self {
+        let written =
+            Written { kept: BytesMut::new(), lines: Default::default(), cutting: [false; 2], who, logs, trace: None };
+        Self { shared: Arc::new(Mutex::new(written)), stream: Stream::Stdout }
+    }
+
+    pub(crate) fn stderr(&self) -> Self {
+        Self { shared: self.shared.clone(), stream: Stream::Stderr }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Written> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, mut bytes: &[u8]) {
+        let mut w = self.lock();
+        w.kept.extend_from_slice(bytes);
+        if w.kept.len() > KEPT_BYTES {
+            let extra = w.kept.len() - KEPT_BYTES;
+            let _ = w.kept.split_to(extra);
+        }
+        let i = index(self.stream);
+        while !bytes.is_empty() {
+            let (part, ends) = match bytes.iter().position(|b| *b == b'\n') {
+                Some(at) => (&bytes[..at], Some(at + 1)),
+                None => (bytes, None),
+            };
+            if !w.cutting[i] {
+                let room = (LINE_BYTES_MAX + 1).saturating_sub(w.lines[i].len());
+                w.lines[i].extend_from_slice(&part[..part.len().min(room)]);
+                if w.lines[i].len() > LINE_BYTES_MAX {
+                    // The record is the line's start, marked cut.
+                    w.end_line(i, self.stream);
+                    w.cutting[i] = true;
+                }
+            }
+            match ends {
+                Some(at) => {
+                    if !std::mem::take(&mut w.cutting[i]) {
+                        w.end_line(i, self.stream);
+                    }
+                    bytes = &bytes[at..];
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The event that runs next, in the trace `traceparent` names.
+    pub(crate) fn begin(&self, traceparent: Option<String>) {
+        self.lock().trace = traceparent;
+    }
+
+    /// Ends the event: a line it left unfinished is a record of its own.
+    pub(crate) fn end(&self) {
+        let mut w = self.lock();
+        for (i, stream) in [(0, Stream::Stdout), (1, Stream::Stderr)] {
+            if !w.lines[i].is_empty() {
+                w.end_line(i, stream);
+            }
+            w.cutting[i] = false;
         }
     }
 
     /// The output since the last take, as one line (line breaks shown as
-    /// ` | `, control characters dropped).
+    /// ` | `, control characters dropped): for a failure's line.
     pub(crate) fn take(&self) -> Option<String> {
-        let bytes = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let bytes = std::mem::take(&mut self.lock().kept);
         let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<String> = text
             .lines()
@@ -109,11 +200,32 @@ impl tokio::io::AsyncWrite for GuestOutput {
 }
 
 /// Which guest a line is about: `tenant/app`, and the actor's address or
-/// `_front`.
+/// `_front`; and, for its records, the same in parts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GuestLabel {
     pub app: Arc<str>,
     pub guest: Arc<str>,
+    pub who: GuestWho,
+}
+
+impl GuestLabel {
+    /// An actor of `app` (labelled `label`, `tenant/app`).
+    pub fn actor(app: &wasmkeep_core::AppRef, label: Arc<str>, address: &wasmkeep_core::Address) -> Self {
+        let who = GuestWho {
+            tenant: app.tenant.as_str().into(),
+            app: app.name.as_str().into(),
+            class: Some(address.class.as_str().into()),
+            name: Some(address.name.as_str().into()),
+        };
+        Self { app: label, guest: address.to_string().into(), who }
+    }
+
+    /// The front of `app`.
+    pub fn front(app: &wasmkeep_core::AppRef, label: Arc<str>) -> Self {
+        let who =
+            GuestWho { tenant: app.tenant.as_str().into(), app: app.name.as_str().into(), class: None, name: None };
+        Self { app: label, guest: "_front".into(), who }
+    }
 }
 
 /// What ended an event badly, for the log.
@@ -129,15 +241,18 @@ struct Window {
     suppressed: u64,
 }
 
+/// A guest's window: its app's label and its own.
+type GuestKey = (Arc<str>, Arc<str>);
+
 /// How many lines each guest logged in its current interval.
-fn windows() -> &'static Mutex<HashMap<GuestLabel, Window>> {
-    static WINDOWS: OnceLock<Mutex<HashMap<GuestLabel, Window>>> = OnceLock::new();
+fn windows() -> &'static Mutex<HashMap<GuestKey, Window>> {
+    static WINDOWS: OnceLock<Mutex<HashMap<GuestKey, Window>>> = OnceLock::new();
     WINDOWS.get_or_init(Mutex::default)
 }
 
 /// The key of an app's own window: no guest is named `*`.
-fn app_key(label: &GuestLabel) -> GuestLabel {
-    GuestLabel { app: label.app.clone(), guest: "*".into() }
+fn app_key(label: &GuestLabel) -> GuestKey {
+    (label.app.clone(), "*".into())
 }
 
 /// Counts a line in `window` at `now`: whether it may be logged.
@@ -158,17 +273,18 @@ fn count(window: &mut Window, now: Instant, allowed: u32) -> bool {
 /// app a few more for all its guests together: many guests of one app
 /// (an actor name per request, each trapping) log no more than one app.
 fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
+    let key: GuestKey = (label.app.clone(), label.guest.clone());
     let mut windows = windows().lock().unwrap_or_else(|p| p.into_inner());
-    if windows.len() >= GUESTS_REMEMBERED && !windows.contains_key(label) {
-        windows.retain(|k, w| now.duration_since(w.started) < INTERVAL || &*k.guest == "*");
+    if windows.len() >= GUESTS_REMEMBERED && !windows.contains_key(&key) {
+        windows.retain(|k, w| now.duration_since(w.started) < INTERVAL || &*k.1 == "*");
         if windows.len() >= GUESTS_REMEMBERED {
             // Forget the guests, never the apps' windows.
-            windows.retain(|k, _| &*k.guest == "*");
+            windows.retain(|k, _| &*k.1 == "*");
         }
     }
     let fresh = || Window { started: now, logged: 0, suppressed: 0 };
     let app_allows = count(windows.entry(app_key(label)).or_insert_with(fresh), now, LINES_PER_APP);
-    let window = windows.entry(label.clone()).or_insert_with(fresh);
+    let window = windows.entry(key).or_insert_with(fresh);
     if !app_allows || !count(window, now, LINES_PER_INTERVAL) {
         window.suppressed += 1;
         return None;
@@ -178,15 +294,6 @@ fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
 
 fn suppressed_note(n: u64) -> String {
     if n == 0 { String::new() } else { format!(" ({n} earlier lines of this guest not logged)") }
-}
-
-/// Logs a guest's output of one event, as one line.
-pub(crate) fn output(label: &GuestLabel, output: Option<String>) {
-    let Some(output) = output else { return };
-    if let Some(suppressed) = admit(label, Instant::now()) {
-        let note = suppressed_note(suppressed);
-        tracing::info!(target: "wasmkeep::guest", app = %label.app, guest = %label.guest, "output: {output}{note}");
-    }
 }
 
 /// Logs a guest's failure, as one line, with its output.
@@ -209,7 +316,12 @@ mod tests {
     use super::*;
 
     fn label(guest: &str) -> GuestLabel {
-        GuestLabel { app: "t/app".into(), guest: guest.into() }
+        named("t/app", guest)
+    }
+
+    fn named(app: &str, guest: &str) -> GuestLabel {
+        let who = GuestWho { tenant: "t".into(), app: "app".into(), class: None, name: None };
+        GuestLabel { app: app.into(), guest: guest.into(), who }
     }
 
     #[test]
@@ -229,17 +341,17 @@ mod tests {
     #[test]
     fn an_apps_guests_together_log_a_bounded_number_of_lines() {
         let t0 = Instant::now();
-        let guest = |i: usize| GuestLabel { app: "limiter-test/many".into(), guest: format!("room/{i}").into() };
+        let guest = |i: usize| named("limiter-test/many", &format!("room/{i}"));
         let logged = (0..500).filter(|i| admit(&guest(*i), t0).is_some()).count();
         assert_eq!(logged, LINES_PER_APP as usize, "one name per request does not multiply the lines");
-        let other = GuestLabel { app: "limiter-test/other".into(), guest: "room/0".into() };
+        let other = named("limiter-test/other", "room/0");
         assert_eq!(admit(&other, t0), Some(0), "another app is not held back");
         assert!(admit(&guest(0), t0 + INTERVAL).is_some(), "the next interval logs again");
     }
 
     #[test]
     fn output_is_kept_short_and_on_one_line() {
-        let out = GuestOutput::default();
+        let out = output(1000);
         assert_eq!(out.take(), None);
         out.push(b"thread panicked at src/lib.rs:3:\nthe probe traps\n\n\x1b[0m");
         assert_eq!(out.take().as_deref(), Some("thread panicked at src/lib.rs:3: | the probe traps | [0m"));
@@ -248,5 +360,64 @@ mod tests {
         out.push(b"\nlast");
         let kept = out.take().unwrap();
         assert!(kept.len() <= KEPT_BYTES + 3 && kept.ends_with("last"), "{}", kept.len());
+    }
+
+    fn output(rate: u32) -> GuestOutput {
+        let who = GuestWho { tenant: "t".into(), app: "a".into(), class: Some("c".into()), name: Some("n".into()) };
+        GuestOutput::new(who, Arc::new(GuestLogs::new(LogRates { per_actor: rate, per_app: rate })))
+    }
+
+    fn records(out: &GuestOutput) -> Vec<(Stream, String, bool, Option<String>)> {
+        let logs = out.lock().logs.clone();
+        let filter = LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() };
+        logs.recent(&filter).iter().map(|r| (r.stream, r.line.clone(), r.truncated, r.trace_id.clone())).collect()
+    }
+
+    /// Lines are records as they complete, whatever the writes' sizes; an
+    /// event's unfinished line is one at its end; each stream its own.
+    #[test]
+    fn each_line_is_a_record_of_its_stream_and_its_events_trace() {
+        let out = output(1000);
+        let err = out.stderr();
+        out.begin(Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()));
+        out.push(b"hel");
+        err.push(b"oops\r\n");
+        out.push(b"lo\nwor");
+        assert_eq!(records(&out).len(), 2);
+        out.push(b"ld\n\nlast");
+        out.end();
+        let trace = Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned());
+        let got = records(&out);
+        let lines: Vec<_> = got.iter().map(|r| (r.0, r.1.as_str())).collect();
+        assert_eq!(
+            lines,
+            [
+                (Stream::Stderr, "oops"),
+                (Stream::Stdout, "hello"),
+                (Stream::Stdout, "world"),
+                (Stream::Stdout, ""),
+                (Stream::Stdout, "last")
+            ]
+        );
+        assert!(got.iter().all(|r| r.3 == trace));
+        out.begin(None);
+        out.push(b"untraced\n");
+        assert_eq!(records(&out).last().unwrap().3, None);
+    }
+
+    /// A line over the limit is its start, marked cut; the rest of it, in
+    /// however many writes, is dropped; the next line is whole.
+    #[test]
+    fn a_long_line_is_cut_once() {
+        let out = output(1000);
+        out.push(&vec![b'x'; LINE_BYTES_MAX - 1]);
+        out.push(b"yy");
+        out.push(&vec![b'z'; 3 * LINE_BYTES_MAX]);
+        out.push(b"z\nnext\n");
+        let got = records(&out);
+        assert_eq!(got.len(), 2, "{:?}", got.iter().map(|r| r.1.len()).collect::<Vec<_>>());
+        assert_eq!((got[0].1.len(), got[0].2), (LINE_BYTES_MAX, true));
+        assert!(got[0].1.ends_with("xy"));
+        assert_eq!((got[1].1.as_str(), got[1].2), ("next", false));
     }
 }

@@ -84,6 +84,7 @@ impl<H: ActorHost> ActorInstance<H> {
         wall::start(&mut self.store, ends);
         let state = self.store.data_mut();
         state.egress.trace = state.host.trace().clone();
+        state.output.begin(state.egress.trace.parent.clone());
         let (store, events) = (&mut self.store, self.bindings.wasmkeep_actor_events());
         let run = async {
             wasmtime::Result::Ok(match event {

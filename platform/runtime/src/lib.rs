@@ -63,7 +63,11 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let link = |e: wasmtime::Error| anyhow::anyhow!("linking the host: {e}");
         let actor_linker = host::actor_linker(&engine).map_err(link)?;
         let front_linker = host::front_linker(&engine).map_err(link)?;
-        let guest = host::GuestConfig { memory_bytes: cfg.memory_bytes, cpu: cpu::CpuGate::new(cfg.busy_guests) };
+        let guest = host::GuestConfig {
+            memory_bytes: cfg.memory_bytes,
+            cpu: cpu::CpuGate::new(cfg.busy_guests),
+            logs: cfg.logs.clone(),
+        };
         let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone()));
         Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }

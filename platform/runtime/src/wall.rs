@@ -93,12 +93,15 @@ impl EventFailure {
             Self::Wall => (crate::guest_log::FailureKind::Wall, ""),
             Self::Trap(detail) => (crate::guest_log::FailureKind::Trap, detail.as_str()),
         };
+        data.output.end();
         crate::guest_log::failure(&data.label, kind, detail, data.output.take());
     }
 }
 
-/// Logs what the store's guest printed during an event that went well.
+/// Ends the output of an event that went well: its last line, if it left
+/// one unfinished, is a record; what was kept for a failure's line goes.
 pub(crate) fn log_output<H>(store: &Store<GuestState<H>>) {
     let data = store.data();
-    crate::guest_log::output(&data.label, data.output.take());
+    data.output.end();
+    let _ = data.output.take();
 }

@@ -1,12 +1,14 @@
 //! The node's metrics, in the Prometheus text format, and the listener
 //! that serves them (`/metrics`, `/healthz`, `/readyz`); and its traces
-//! (`traces`: the request path's spans over OTLP).
+//! (`traces`: the request path's spans over OTLP); and guests' logs
+//! (`logs`: their lines as records, kept and tailed).
 //!
 //! Counters are fixed families with a closed set of label values, so a
 //! client can never grow the exposition. Gauges that describe the node's
 //! state now (queue depths) are read at scrape time from a [`Source`].
 
 mod exposition;
+pub mod logs;
 mod server;
 pub mod traces;
 

@@ -126,28 +126,50 @@ pub fn logs_filter(directives: &str) -> tracing_subscriber::EnvFilter {
         .add_directive(format!("{TARGET}=off").parse().expect("a directive of the target"))
 }
 
-fn logs<S, W>(directives: &str, writer: W) -> impl Layer<S>
+/// How the node writes its log output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// A line a person reads.
+    #[default]
+    Text,
+    /// One JSON object a line, its fields named (a log pipeline's input).
+    Json,
+}
+
+fn logs<S, W>(directives: &str, format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt::layer().with_writer(writer).with_filter(logs_filter(directives))
+    match format {
+        LogFormat::Text => {
+            tracing_subscriber::fmt::layer().with_writer(writer).with_filter(logs_filter(directives)).boxed()
+        }
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_writer(writer)
+            .with_filter(logs_filter(directives))
+            .boxed(),
+    }
 }
 
 /// The node's subscriber with no export: its log lines only. No layer
 /// wants the request path's spans, so their call sites are off.
-pub fn without_spans<W>(directives: &str, writer: W) -> impl tracing::Subscriber + Send + Sync
+pub fn without_spans<W>(directives: &str, format: LogFormat, writer: W) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     use tracing_subscriber::layer::SubscriberExt;
-    tracing_subscriber::registry().with(logs(directives, writer))
+    tracing_subscriber::registry().with(logs(directives, format, writer))
 }
 
 /// The node's subscriber exporting the request path's spans through
 /// `spans` (from [`Tracing::start`]), beside its log lines.
 pub fn with_spans<W>(
     directives: &str,
+    format: LogFormat,
     writer: W,
     spans: impl Layer<tracing_subscriber::Registry> + Send + Sync,
 ) -> impl tracing::Subscriber + Send + Sync
@@ -155,7 +177,7 @@ where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     use tracing_subscriber::layer::SubscriberExt;
-    tracing_subscriber::registry().with(spans).with(logs(directives, writer))
+    tracing_subscriber::registry().with(spans).with(logs(directives, format, writer))
 }
 
 /// Makes `span` a child of the context `trace` carries, if it carries one
@@ -222,7 +244,7 @@ mod tests {
     /// made, nothing is recorded); with one, they are made.
     #[test]
     fn with_no_export_the_request_paths_spans_cost_nothing() {
-        tracing::subscriber::with_default(without_spans("info", std::io::sink), || {
+        tracing::subscriber::with_default(without_spans("info", LogFormat::Text, std::io::sink), || {
             assert!(tracing::info_span!(target: TARGET, "off").is_disabled());
             assert!(!tracing::info_span!("a log line's span").is_disabled());
         });
@@ -231,7 +253,7 @@ mod tests {
         let spans = tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("test"))
             .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
-        tracing::subscriber::with_default(with_spans("info", std::io::sink, spans), || {
+        tracing::subscriber::with_default(with_spans("info", LogFormat::Text, std::io::sink, spans), || {
             let span = tracing::info_span!(target: TARGET, parent: None, "on");
             assert!(!span.is_disabled());
             let client = TraceContext {

@@ -8,6 +8,7 @@ mod apps;
 mod auth;
 mod error;
 pub mod limits;
+mod logs;
 mod tenants;
 mod tokens;
 pub mod usage;
@@ -66,6 +67,8 @@ pub struct Service {
     pub started: i64,
     /// Told when the operator asks this node to drain and stop.
     pub drain: Arc<tokio::sync::Notify>,
+    /// True once the node stops: a log tail ends then.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The bytes of one value.
@@ -99,6 +102,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/apps/{app}/actors"),
     ("GET", "/v1/apps/{app}/actors/{class}/{name}"),
     ("DELETE", "/v1/apps/{app}/actors/{class}/{name}"),
+    ("GET", "/v1/apps/{app}/logs"),
     ("GET", "/v1/usage"),
 ];
 
@@ -128,6 +132,7 @@ fn endpoint(method: &str, path: &str) -> MethodRouter<Arc<Service>> {
         ("GET", "/v1/apps/{app}/actors") => get(actors::list),
         ("GET", "/v1/apps/{app}/actors/{class}/{name}") => get(actors::show),
         ("DELETE", "/v1/apps/{app}/actors/{class}/{name}") => delete(actors::delete),
+        ("GET", "/v1/apps/{app}/logs") => get(logs::tail),
         ("GET", "/v1/usage") => get(usage::usage),
         _ => unreachable!("{method} {path} is in ROUTES without a handler"),
     }

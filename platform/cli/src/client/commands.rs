@@ -251,7 +251,7 @@ pub async fn actors(args: ActorsArgs) -> Result<(), String> {
 }
 
 /// `name=value&...`, each percent-encoded.
-fn url_query(pairs: &[(&str, String)]) -> String {
+pub(crate) fn url_query(pairs: &[(&str, String)]) -> String {
     let enc = |s: &str| wasmkeep_core::names::encode(s);
     pairs.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect::<Vec<_>>().join("&")
 }

@@ -1,18 +1,21 @@
 //! The CLI over the provisioning API: `signup`, `deploy`, `apps`,
-//! `values`, `tokens`. Each command is one or a few API requests; errors
+//! `values`, `tokens`, `actors`, `tail`. Each command is one or a few API requests; errors
 //! are one line saying what to do.
 
 mod commands;
 mod credentials;
+mod tail;
 
 use std::time::Duration;
 
 use serde_json::Value;
 
+pub(crate) use commands::url_query;
 pub use commands::{
     ActorsArgs, AppsArgs, DeployArgs, DrainArgs, SignupArgs, TokensArgs, ValuesArgs, actors, apps, deploy, drain,
     signup, tokens, values,
 };
+pub use tail::{TailArgs, tail};
 
 /// Where the API is and who calls it: flags, then `WASMKEEP_API` /
 /// `WASMKEEP_TOKEN`, then the credentials file.
@@ -96,8 +99,29 @@ impl Api {
         if status.is_success() {
             return Ok(json);
         }
+        Err(self.failure(status, &json))
+    }
+
+    /// A `GET` whose answer is read as it comes (a tail): the answer, once
+    /// its status is a success.
+    pub async fn open(&self, path: &str) -> Result<reqwest::Response, String> {
+        let mut req = self.http.get(format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let answer = req.send().await.map_err(|e| unreachable_api(&self.base, &e))?;
+        let status = answer.status();
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let text = answer.text().await.unwrap_or_default();
+        Err(self.failure(status, &serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    /// The server's one-line error, with what to do.
+    fn failure(&self, status: reqwest::StatusCode, json: &Value) -> String {
         let error = json["error"].as_str().map_or_else(|| format!("the API answered {status}"), str::to_owned);
-        Err(match status.as_u16() {
+        match status.as_u16() {
             401 if self.token.is_none() => {
                 format!("{error} (no token: run `wasmkeep signup NAME`, or pass --token / WASMKEEP_TOKEN)")
             }
@@ -105,7 +129,7 @@ impl Api {
             403 => format!("{error} (use a token with more scope)"),
             429 => format!("{error} (slow down)"),
             _ => error,
-        })
+        }
     }
 }
 

@@ -15,6 +15,8 @@ mod values;
 use crate::cpu::{CpuGate, CpuShare, CpuTurn};
 use crate::guest_log::{GuestLabel, GuestOutput};
 use std::future::Future;
+use std::sync::Arc;
+use wasmkeep_telemetry::logs::GuestLogs;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
@@ -92,7 +94,7 @@ pub struct GuestState<H> {
     /// When the current event's wall ends; checked at each epoch tick.
     pub(crate) wall_ends: Option<std::time::Instant>,
     pub(crate) wall_exceeded: bool,
-    /// What the guest printed; logged once per event (`guest_log`).
+    /// What the guest prints: its lines' records (`guest_log`).
     pub(crate) output: GuestOutput,
     pub(crate) label: GuestLabel,
     /// Its standing at the node's CPU gate.
@@ -105,15 +107,17 @@ pub struct GuestState<H> {
 pub(crate) struct GuestConfig {
     pub memory_bytes: u64,
     pub cpu: CpuGate,
+    /// Where guests' lines go.
+    pub logs: Arc<GuestLogs>,
 }
 
 impl<H> GuestState<H> {
     pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress, cpu: CpuShare) -> Self {
-        let output = GuestOutput::default();
+        let output = GuestOutput::new(label.who.clone(), config.logs.clone());
         Self {
-            // A guest's output is kept, not written to the node's own: the
-            // node logs it, a line per event at most.
-            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.clone()).build(),
+            // A guest's output is not written to the node's own: each line
+            // is a record of the node's guest logs, under their limits.
+            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.stderr()).build(),
             output,
             label,
             cpu: CpuTurn::new(config.cpu.clone(), cpu),

@@ -131,6 +131,25 @@ impl Actor for Probe {
                 std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
                 Response::json(200, &log)
             }
+            // Lines on stdout and stderr: `text` (`times` over), `err`, a
+            // line of `long` bytes, and `tail` left unfinished.
+            ("GET", "/print") => {
+                for i in 0..param(&req, "times").parse().unwrap_or(1) {
+                    println!("{} {i}", param(&req, "text"));
+                }
+                let err = param(&req, "err");
+                if !err.is_empty() {
+                    eprintln!("{err}");
+                }
+                let long: usize = param(&req, "long").parse().unwrap_or(0);
+                if long > 0 {
+                    println!("{}", "x".repeat(long));
+                }
+                print!("{}", param(&req, "tail"));
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+                Response::empty(200)
+            }
             ("GET", "/log") => {
                 Response::json(200, &storage::get_json::<Vec<String>>("log").unwrap().unwrap_or_default())
             }

@@ -1,0 +1,389 @@
+//! Guests' logs (ADR 0021): each line a guest writes to stdout or stderr
+//! becomes a record with whose it is (tenant, app, and the actor's class
+//! and name, none for a front) and the trace it was written in. The node
+//! writes each record to its own output (target `wasmkeep::guest`, JSON
+//! under `log_format = "json"`), keeps the last few, and hands them to
+//! whoever tails them (the provisioning API's `/v1/apps/{app}/logs`).
+//!
+//! A guest is not trusted to be quiet: its lines are cut at
+//! [`LINE_BYTES_MAX`], and each actor (each app, all its guests together)
+//! has so many lines a second; the rest are dropped, counted per tenant,
+//! and the guest's next record says how many of its lines went.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::{Exposition, Source};
+
+/// A line longer than this is cut (its record says so).
+pub const LINE_BYTES_MAX: usize = 16 * 1024;
+/// Records kept for a tail that starts (the node's last, of every app).
+pub const RECENT_RECORDS: usize = 1000;
+/// Records a live tail may fall behind by before it misses some (and is
+/// told how many).
+pub const TAIL_BACKLOG: usize = 4096;
+/// Guests the rate limiter remembers before it forgets the idle ones.
+const GUESTS_REMEMBERED: usize = 10_000;
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// Which stream a line was written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+        }
+    }
+}
+
+/// Whose output it is: an app's actor, or its front (no class, no name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GuestWho {
+    pub tenant: Arc<str>,
+    pub app: Arc<str>,
+    pub class: Option<Arc<str>>,
+    pub name: Option<Arc<str>>,
+}
+
+/// One line of a guest's, as the node keeps and tails it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogRecord {
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    pub tenant: Arc<str>,
+    pub app: Arc<str>,
+    pub class: Option<Arc<str>>,
+    pub name: Option<Arc<str>>,
+    pub stream: Stream,
+    /// The line, without its line break; invalid UTF-8 replaced.
+    pub line: String,
+    /// The line was longer than [`LINE_BYTES_MAX`]; this is its start.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Lines of this guest's dropped by the rate limit since its last record.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_before: u64,
+    /// The trace and span of the event (or front request) that wrote it.
+    pub trace_id: Option<String>,
+    pub span_id: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Which records a tail wants: an app's, perhaps of one class, one actor.
+#[derive(Debug, Clone, Default)]
+pub struct LogFilter {
+    pub tenant: String,
+    pub app: String,
+    pub class: Option<String>,
+    pub name: Option<String>,
+}
+
+impl LogFilter {
+    pub fn matches(&self, r: &LogRecord) -> bool {
+        *r.tenant == *self.tenant
+            && *r.app == *self.app
+            && self.class.as_deref().is_none_or(|c| r.class.as_deref() == Some(c))
+            && self.name.as_deref().is_none_or(|n| r.name.as_deref() == Some(n))
+    }
+}
+
+/// The trace and span ids of a `traceparent`, if it is one.
+pub fn trace_ids(traceparent: Option<&str>) -> (Option<String>, Option<String>) {
+    let mut parts = traceparent.unwrap_or_default().split('-');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(trace), Some(span)) if trace.len() == 32 && span.len() == 16 => {
+            (Some(trace.to_owned()), Some(span.to_owned()))
+        }
+        _ => (None, None),
+    }
+}
+
+/// How many lines a second a guest, and an app, may log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogRates {
+    pub per_actor: u32,
+    pub per_app: u32,
+}
+
+struct Window {
+    started: Instant,
+    lines: u32,
+    dropped: u64,
+}
+
+impl Window {
+    fn new(now: Instant) -> Self {
+        Self { started: now, lines: 0, dropped: 0 }
+    }
+
+    /// Counts a line at `now`: whether `allowed` lines a window leave room.
+    fn take(&mut self, now: Instant, allowed: u32) -> bool {
+        if now.duration_since(self.started) >= WINDOW {
+            self.started = now;
+            self.lines = 0;
+        }
+        if self.lines >= allowed {
+            return false;
+        }
+        self.lines += 1;
+        true
+    }
+}
+
+/// The rate limit: a window per guest and one per app. Pure: the time is
+/// passed in.
+#[derive(Default)]
+struct Limiter {
+    guests: HashMap<GuestWho, Window>,
+    apps: HashMap<(Arc<str>, Arc<str>), Window>,
+}
+
+impl Limiter {
+    /// Whether `who` may log a line at `now`: `Some(lines it dropped
+    /// since its last)`, or `None` (counted as dropped).
+    fn admit(&mut self, who: &GuestWho, rates: LogRates, now: Instant) -> Option<u64> {
+        if self.guests.len() >= GUESTS_REMEMBERED && !self.guests.contains_key(who) {
+            // Forget the guests whose window is over and dropped nothing.
+            self.guests.retain(|_, w| now.duration_since(w.started) < WINDOW || w.dropped > 0);
+            if self.guests.len() >= GUESTS_REMEMBERED {
+                self.guests.clear();
+            }
+            self.apps.retain(|_, w| now.duration_since(w.started) < WINDOW);
+        }
+        let app = self.apps.entry((who.tenant.clone(), who.app.clone())).or_insert_with(|| Window::new(now));
+        let app_allows = app.take(now, rates.per_app);
+        let guest = self.guests.entry(who.clone()).or_insert_with(|| Window::new(now));
+        if !app_allows || !guest.take(now, rates.per_actor) {
+            guest.dropped += 1;
+            return None;
+        }
+        Some(std::mem::take(&mut guest.dropped))
+    }
+}
+
+/// The node's guest logs: the limiter, the last records, the live tails
+/// and the count of dropped lines.
+pub struct GuestLogs {
+    rates: LogRates,
+    limiter: Mutex<Limiter>,
+    recent: Mutex<VecDeque<Arc<LogRecord>>>,
+    tails: broadcast::Sender<Arc<LogRecord>>,
+    dropped: Mutex<std::collections::BTreeMap<Arc<str>, u64>>,
+}
+
+impl GuestLogs {
+    pub fn new(rates: LogRates) -> Self {
+        Self {
+            rates,
+            limiter: Mutex::default(),
+            recent: Mutex::new(VecDeque::with_capacity(RECENT_RECORDS)),
+            tails: broadcast::channel(TAIL_BACKLOG).0,
+            dropped: Mutex::default(),
+        }
+    }
+
+    /// A line `who` wrote to `stream` (without its line break), in the
+    /// trace `traceparent` names.
+    pub fn line(&self, who: &GuestWho, stream: Stream, line: &[u8], traceparent: Option<&str>) {
+        self.line_at(who, stream, line, traceparent, Instant::now())
+    }
+
+    fn line_at(&self, who: &GuestWho, stream: Stream, line: &[u8], traceparent: Option<&str>, now: Instant) {
+        let admitted = self.limiter.lock().unwrap_or_else(|p| p.into_inner()).admit(who, self.rates, now);
+        let Some(dropped_before) = admitted else {
+            *self.dropped.lock().unwrap_or_else(|p| p.into_inner()).entry(who.tenant.clone()).or_default() += 1;
+            return;
+        };
+        let truncated = line.len() > LINE_BYTES_MAX;
+        let line = String::from_utf8_lossy(&line[..line.len().min(LINE_BYTES_MAX)]).into_owned();
+        let (trace_id, span_id) = trace_ids(traceparent);
+        let time_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let record = Arc::new(LogRecord {
+            time_ms,
+            tenant: who.tenant.clone(),
+            app: who.app.clone(),
+            class: who.class.clone(),
+            name: who.name.clone(),
+            stream,
+            line,
+            truncated,
+            dropped_before,
+            trace_id,
+            span_id,
+        });
+        emit(&record);
+        // Kept and sent under one lock: a tail that starts gets each record
+        // once, kept or live.
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() == RECENT_RECORDS {
+            recent.pop_front();
+        }
+        recent.push_back(record.clone());
+        // No tail listening is no error.
+        let _ = self.tails.send(record);
+    }
+
+    /// The kept records `filter` wants, oldest first.
+    pub fn recent(&self, filter: &LogFilter) -> Vec<Arc<LogRecord>> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|r| filter.matches(r)).cloned().collect()
+    }
+
+    /// The kept records `filter` wants, and every record after them (a
+    /// tail filters its own).
+    pub fn recent_and_follow(&self, filter: &LogFilter) -> (Vec<Arc<LogRecord>>, broadcast::Receiver<Arc<LogRecord>>) {
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        (recent.iter().filter(|r| filter.matches(r)).cloned().collect(), self.tails.subscribe())
+    }
+
+    /// Lines of `tenant`'s guests dropped by the rate limit.
+    pub fn dropped(&self, tenant: &str) -> u64 {
+        self.dropped.lock().unwrap_or_else(|p| p.into_inner()).get(tenant).copied().unwrap_or(0)
+    }
+}
+
+impl std::fmt::Debug for GuestLogs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestLogs").field("rates", &self.rates).finish_non_exhaustive()
+    }
+}
+
+/// The record on the node's own output: one event of target
+/// `wasmkeep::guest`, its fields the record's.
+fn emit(r: &LogRecord) {
+    tracing::info!(
+        target: "wasmkeep::guest",
+        tenant = &*r.tenant,
+        app = &*r.app,
+        class = r.class.as_deref(),
+        name = r.name.as_deref(),
+        stream = r.stream.as_str(),
+        trace_id = r.trace_id.as_deref(),
+        span_id = r.span_id.as_deref(),
+        truncated = r.truncated,
+        dropped_before = r.dropped_before,
+        "{}",
+        printable(&r.line)
+    );
+}
+
+/// `line` with its control characters escaped: a guest's line never
+/// moves the cursor of, or forges a line in, the node's text output.
+fn printable(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.chars().any(char::is_control) {
+        return line.into();
+    }
+    line.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+impl Source for GuestLogs {
+    fn collect(&self, out: &mut Exposition) {
+        const NAME: &str = "wasmkeep_guest_log_lines_dropped_total";
+        out.family(NAME, "Lines of guests' stdout and stderr dropped by the log rate limit, by tenant.", "counter");
+        for (tenant, n) in self.dropped.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            out.sample(NAME, &[("tenant", tenant)], *n as f64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who(class: &str, name: &str) -> GuestWho {
+        GuestWho { tenant: "t".into(), app: "a".into(), class: Some(class.into()), name: Some(name.into()) }
+    }
+
+    const RATES: LogRates = LogRates { per_actor: 3, per_app: 5 };
+
+    #[test]
+    fn a_guest_has_so_many_lines_a_second_and_its_next_record_says_how_many_went() {
+        let logs = GuestLogs::new(RATES);
+        let (room, t0) = (who("room", "r1"), Instant::now());
+        for i in 0..5 {
+            logs.line_at(&room, Stream::Stdout, format!("line {i}").as_bytes(), None, t0);
+        }
+        let filter = LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() };
+        let kept: Vec<_> = logs.recent(&filter).iter().map(|r| r.line.clone()).collect();
+        assert_eq!(kept, ["line 0", "line 1", "line 2"]);
+        assert_eq!(logs.dropped("t"), 2);
+        logs.line_at(&room, Stream::Stderr, b"later", None, t0 + WINDOW);
+        let last = logs.recent(&filter).pop().unwrap();
+        assert_eq!((last.line.as_str(), last.dropped_before, last.stream), ("later", 2, Stream::Stderr));
+    }
+
+    #[test]
+    fn an_apps_guests_together_have_the_apps_rate() {
+        let logs = GuestLogs::new(RATES);
+        let t0 = Instant::now();
+        for i in 0..20 {
+            logs.line_at(&who("room", &format!("r{i}")), Stream::Stdout, b"x", None, t0);
+        }
+        let filter = LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() };
+        assert_eq!(logs.recent(&filter).len(), 5);
+        assert_eq!(logs.dropped("t"), 15);
+        let other = GuestWho { app: "b".into(), ..who("room", "r0") };
+        logs.line_at(&other, Stream::Stdout, b"y", None, t0);
+        assert_eq!(logs.recent(&LogFilter { app: "b".into(), ..filter }).len(), 1, "another app has its own");
+    }
+
+    #[test]
+    fn a_long_line_is_cut_and_says_so() {
+        let logs = GuestLogs::new(LogRates { per_actor: 10, per_app: 10 });
+        let long = vec![b'x'; LINE_BYTES_MAX + 10];
+        logs.line_at(&who("c", "n"), Stream::Stdout, &long, None, Instant::now());
+        let r = logs.recent(&LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() }).pop().unwrap();
+        assert!(r.truncated);
+        assert_eq!(r.line.len(), LINE_BYTES_MAX);
+        let json = serde_json::to_value(&*r).unwrap();
+        assert_eq!(json["truncated"], true);
+    }
+
+    #[test]
+    fn a_filter_takes_its_apps_class_and_name() {
+        let logs = GuestLogs::new(LogRates { per_actor: 10, per_app: 10 });
+        let now = Instant::now();
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        logs.line_at(&who("room", "r1"), Stream::Stdout, b"one", Some(parent), now);
+        logs.line_at(&who("room", "r2"), Stream::Stdout, b"two", None, now);
+        logs.line_at(&who("lobby", "r1"), Stream::Stdout, b"three", None, now);
+        let front = GuestWho { class: None, name: None, ..who("", "") };
+        logs.line_at(&front, Stream::Stdout, b"four", None, now);
+        let base = LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() };
+        let lines = |f: LogFilter| logs.recent(&f).iter().map(|r| r.line.clone()).collect::<Vec<_>>();
+        assert_eq!(lines(base.clone()), ["one", "two", "three", "four"]);
+        assert_eq!(lines(LogFilter { class: Some("room".into()), ..base.clone() }), ["one", "two"]);
+        assert_eq!(lines(LogFilter { class: Some("room".into()), name: Some("r1".into()), ..base.clone() }), ["one"]);
+        assert_eq!(lines(LogFilter { tenant: "u".into(), ..base.clone() }), Vec::<String>::new());
+        let first = &logs.recent(&base)[0];
+        assert_eq!(first.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        assert_eq!(first.span_id.as_deref(), Some("00f067aa0ba902b7"));
+    }
+
+    #[test]
+    fn control_characters_reach_the_nodes_output_escaped() {
+        assert_eq!(printable("plain"), "plain");
+        assert_eq!(printable("a\rb\u{1b}[0m"), "a\\rb\\u{1b}[0m");
+    }
+
+    #[test]
+    fn only_a_traceparent_gives_ids() {
+        assert_eq!(trace_ids(None), (None, None));
+        assert_eq!(trace_ids(Some("garbage")), (None, None));
+        assert_eq!(trace_ids(Some("00-abc-def-01")), (None, None));
+    }
+}
