@@ -46,7 +46,6 @@ async fn the_families_are_named_and_counted() {
         "wasmkeep_front_calls_total{outcome=\"busy\"} 0",
         "# TYPE wasmkeep_forwards_total counter",
         "wasmkeep_forwards_total{kind=\"call\"} 0",
-        "# TYPE wasmkeep_actor_queue_depth gauge",
     ] {
         assert!(has(&text, line), "{line:?} missing from\n{text}");
     }
@@ -93,4 +92,55 @@ async fn the_queue_depth_is_per_class_and_only_for_classes_that_exist() {
     assert_eq!(junk.await.unwrap(), 404);
     let text = scrape(&n, &url).await;
     assert!(!text.contains("class=\"open\"} 3"), "{text}");
+}
+
+/// The page parses as the Prometheus text format, as a Prometheus parser
+/// reads it: the seeds' families by their names and labels, and an app's
+/// own series (its events by outcome, their durations, its wakes, its
+/// resident actors, its guests' CPU) under its tenant and app only.
+#[tokio::test]
+async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(test_limits(), spec).await;
+    let url = scrape_url(&n).await;
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    assert_eq!(n.get("/actor/open/b/trap-after-write").await.status, 500);
+    assert_eq!(n.get("/hello").await.status, 200);
+    let text = scrape(&n, &url).await;
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("the page parses");
+    let value = |metric: &str, labels: &[(&str, &str)]| -> Option<f64> {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => *v,
+                prometheus_parse::Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+                prometheus_parse::Value::Summary(_) => f64::NAN,
+            })
+    };
+    // The seeds' names, exactly, with their labels.
+    assert_eq!(value("wasmkeep_front_requests_total", &[("outcome", "ok")]), Some(1.0));
+    assert_eq!(value("wasmkeep_front_calls_total", &[("outcome", "busy")]), Some(0.0));
+    assert_eq!(value("wasmkeep_forwards_total", &[("kind", "handoff")]), Some(0.0));
+    assert!(matches!(
+        scrape.samples.iter().find(|s| s.metric == "wasmkeep_front_requests_total").map(|s| &s.value),
+        Some(prometheus_parse::Value::Counter(_))
+    ));
+    let app = [("tenant", "t"), ("app", "app")];
+    let with = |extra: (&'static str, &'static str)| [app[0], app[1], extra];
+    assert_eq!(value("wasmkeep_events_total", &with(("outcome", "ok"))), Some(2.0));
+    assert_eq!(value("wasmkeep_events_total", &with(("outcome", "trapped"))), Some(1.0));
+    assert_eq!(value("wasmkeep_event_duration_seconds_count", &app), Some(3.0), "three events timed");
+    assert_eq!(value("wasmkeep_actor_wakes_total", &app), Some(2.0), "a woke, then b");
+    assert_eq!(value("wasmkeep_app_requests_total", &app), Some(4.0));
+    assert!(value("wasmkeep_resident_actors", &app).unwrap() >= 1.0);
+    assert!(value("wasmkeep_guest_cpu_seconds_total", &app).unwrap() > 0.0);
+    assert_eq!(value("wasmkeep_pool_instances", &[("state", "size")]), Some(n.node.limits().actor_instances() as f64));
+    assert!(value("wasmkeep_store_commit_seconds_count", &[]).unwrap() >= 2.0, "the counts' commits");
+    // No actor's name is a label anywhere.
+    assert!(scrape.samples.iter().all(|s| s.labels.values().all(|v| v.as_str() != "a" && v.as_str() != "b")), "{text}");
 }

@@ -83,7 +83,11 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                         node.owned.keep(&key, epoch);
                     }
                 };
+                let held = residence.instance.is_some();
                 if node.mailboxes.retire(&key, &rx, keep) {
+                    if held && let Some(app) = node.app(key.app) {
+                        app.metrics.hibernated();
+                    }
                     if let (true, Some(actor), Some(epoch)) = (draining, &residence.actor, residence.epoch) {
                         node.release(actor, epoch).await;
                     }
@@ -134,8 +138,21 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
     let run = |guest: GuestEvent| {
         async {
             match admitted {
-                Ok(admitted) => execute(node, residence, admitted, &envelope, guest).await,
-                Err(refusal) => Err(EventError::from(refusal)),
+                Ok(admitted) => {
+                    let app = admitted.app.metrics.clone();
+                    app.admission_waited(admission.as_secs_f64());
+                    let started = std::time::Instant::now();
+                    let answer = execute(node, residence, admitted, &envelope, guest).await;
+                    let outcome = answer.as_ref().err().map_or("ok", EventError::label);
+                    app.event(outcome, started.elapsed().as_secs_f64());
+                    answer
+                }
+                Err(refusal) => {
+                    if let Some(app) = node.app(envelope.app.id) {
+                        app.metrics.refused(refusal.label());
+                    }
+                    Err(EventError::from(refusal))
+                }
             }
         }
         .instrument(span.clone())
@@ -335,6 +352,7 @@ async fn execute(
         }
         slot @ None => {
             tracing::Span::current().record("wasmkeep.actor.woke", true);
+            app.metrics.woke();
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
             let label = GuestLabel::actor(&envelope.app, app.label.clone(), &actor.address);
             let cpu = node.cpu_share(&envelope.app);
@@ -343,7 +361,7 @@ async fn execute(
             slot.insert(instance)
         }
     };
-    let answer = app.usage.event(instance.run(&event, ends)).await;
+    let answer = app.usage.event(Some(&app.metrics), instance.run(&event, ends)).await;
     // Commits before its effects stand however the event ends.
     residence.written = instance.host().gate.last_commit;
     // A commit before an effect failed (the epoch fenced, the store down):

@@ -25,6 +25,8 @@ use crate::calls::CallSide;
 /// actor. A trap or a cut event drops them.
 pub(crate) struct StorageGate {
     store: Arc<dyn Store>,
+    /// Each commit's time, for the node's metrics.
+    commit_seconds: prometheus_client::metrics::histogram::Histogram,
     key: ActorKey,
     epoch: Epoch,
     batch: WriteBatch,
@@ -56,10 +58,16 @@ pub(crate) enum Outcome {
 }
 
 impl StorageGate {
-    fn new(store: Arc<dyn Store>, key: ActorKey, event: &EventContext) -> Self {
+    fn new(
+        store: Arc<dyn Store>,
+        commit_seconds: prometheus_client::metrics::histogram::Histogram,
+        key: ActorKey,
+        event: &EventContext,
+    ) -> Self {
         let (epoch, limits) = (event.epoch, &event.limits);
         Self {
             store,
+            commit_seconds,
             key,
             epoch,
             batch: WriteBatch::default(),
@@ -106,10 +114,12 @@ impl StorageGate {
                 wasmkeep.storage.cleared = batch.clear,
             )
         };
+        let started = std::time::Instant::now();
         let committed = {
             use tracing::Instrument;
             self.store.commit(&self.key, self.epoch, batch, self.budget).instrument(span.clone()).await
         };
+        self.commit_seconds.observe(started.elapsed().as_secs_f64());
         if let Err(e) = &committed {
             wasmkeep_telemetry::traces::failed(&span, e.label());
         }
@@ -259,7 +269,7 @@ impl ActorEventHost {
     pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
         Self {
             address: key.address.to_string(),
-            gate: StorageGate::new(node.store.clone(), key.clone(), &event),
+            gate: StorageGate::new(node.store.clone(), node.metrics.store_commit_seconds.clone(), key.clone(), &event),
             node,
             app,
             key,

@@ -48,6 +48,8 @@ pub struct App<A: ActorHost, F: GuestHost> {
     egress: RwLock<Egress>,
     /// What it used since the node started.
     pub usage: crate::usage::AppUsage,
+    /// Its series of the node's metrics.
+    pub metrics: wasmkeep_telemetry::AppMetrics,
     /// Its guests' outbound requests and bytes, kept across egress changes.
     pub egress_counts: Arc<wasmkeep_runtime::EgressCounts>,
     active: RwLock<Option<Arc<Version<A, F>>>>,
@@ -55,9 +57,16 @@ pub struct App<A: ActorHost, F: GuestHost> {
 }
 
 impl<A: ActorHost, F: GuestHost> App<A, F> {
-    pub(crate) fn new(reference: AppRef, label: Arc<str>, values: BTreeMap<String, String>, egress: Egress) -> Self {
+    pub(crate) fn new(
+        reference: AppRef,
+        label: Arc<str>,
+        values: BTreeMap<String, String>,
+        egress: Egress,
+        metrics: &wasmkeep_telemetry::Metrics,
+    ) -> Self {
         let egress_counts = Arc::new(wasmkeep_runtime::EgressCounts::default());
         Self {
+            metrics: metrics.app(reference.tenant.as_str(), reference.name.as_str()),
             egress: RwLock::new(egress.with_counts(egress_counts.clone())),
             egress_counts,
             usage: Default::default(),

@@ -101,7 +101,7 @@ impl Node {
         // Its time until its answer's head is counted (the body it writes
         // after runs on, uncounted).
         let handled = front.handle(host, label, entry.egress(), cpu, request, ends);
-        entry.usage.front(handled).await.map_err(|f| match f {
+        entry.usage.front(Some(&entry.metrics), handled).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
             EventFailure::Trap(_) => FrontError::Trapped,
         })

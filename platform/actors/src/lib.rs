@@ -503,6 +503,9 @@ impl Node {
     /// Forgets an app another node deleted: its sockets here close, and its
     /// events are refused from now on.
     pub fn forget_app(&self, app: AppId) {
+        if let Some(entry) = self.0.app(app) {
+            self.0.metrics.forget_app(entry.reference.tenant.as_str(), entry.reference.name.as_str());
+        }
         self.0.apps.write().unwrap_or_else(|p| p.into_inner()).remove(app);
         let gone = wasmkeep_core::close::ACTOR_GONE;
         self.0.sockets.close_where(|k: &MailboxKey| k.app == app, gone.code, gone.reason);
@@ -577,6 +580,7 @@ impl Node {
             let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
             if let Some(entry) = apps.get(app.id) {
                 entry.usage.request();
+                entry.metrics.request();
             }
             apps.tenant(&app.tenant)
         };
@@ -699,7 +703,8 @@ impl Node {
         let label: Arc<str> = reference.to_string().into();
         let egress = self.0.egress_for(&reference, &label);
         let mut apps = self.0.apps.write().unwrap_or_else(|p| p.into_inner());
-        Ok(apps.insert_with(reference, |reference| Arc::new(App::new(reference, label, values, egress))))
+        let metrics = &self.0.metrics;
+        Ok(apps.insert_with(reference, |reference| Arc::new(App::new(reference, label, values, egress, metrics))))
     }
 
     /// Sets one of the app's values, in the store (sealed) and for the

@@ -1,9 +1,12 @@
 //! What the actor runtime reports at scrape time: the node's counters and
-//! the events queued per actor class.
+//! histograms, its guests' dropped log lines, and its state now: events
+//! queued per actor class, resident actors and open sockets per app, the
+//! pool's and the front slots' use.
 
 use std::collections::BTreeMap;
 
-use wasmkeep_telemetry::{Exposition, Source};
+use wasmkeep_core::AppId;
+use wasmkeep_telemetry::{Exposition, Labels, Source};
 
 use crate::Node;
 
@@ -11,25 +14,64 @@ impl Source for Node {
     fn collect(&self, out: &mut Exposition) {
         self.0.metrics.collect(out);
         self.0.logs.collect(out);
-        // Only classes of an active version are reported: a client naming
-        // classes that do not exist cannot grow the exposition.
+        // Only apps (and classes of an active version) the node holds are
+        // reported: a client naming ones that do not exist cannot grow the
+        // exposition.
+        let names =
+            |id: AppId| self.0.app(id).map(|app| (app.reference.tenant.to_string(), app.reference.name.to_string()));
         let mut depth: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        let mut resident: BTreeMap<(String, String), u64> = BTreeMap::new();
         for (key, queued) in self.0.mailboxes.queued() {
             let Some(app) = self.0.app(key.app) else { continue };
+            let r = &app.reference;
+            *resident.entry((r.tenant.to_string(), r.name.to_string())).or_default() += 1;
             if app.active().is_some_and(|v| v.class(&key.address.class).is_some()) {
-                let r = &app.reference;
                 *depth.entry((r.tenant.to_string(), r.name.to_string(), key.address.class.clone())).or_default() +=
                     queued as u64;
             }
         }
-        out.family("wasmkeep_actor_queue_depth", "Events queued for actors of a class, not yet running.", "gauge");
-        for ((tenant, app, class), n) in depth {
-            out.sample(
-                "wasmkeep_actor_queue_depth",
-                &[("tenant", &tenant), ("app", &app), ("class", &class)],
-                n as f64,
-            );
+        let mut sockets: BTreeMap<AppId, u64> = BTreeMap::new();
+        for conn in self.0.sockets.all() {
+            if let Some((key, _)) = self.0.sockets.get(conn) {
+                *sockets.entry(key.app).or_default() += 1;
+            }
         }
+        let app_labels = |(tenant, app): (String, String)| -> Labels { vec![("tenant", tenant), ("app", app)] };
+        out.gauge(
+            "wasmkeep_actor_queue_depth",
+            "Events queued for actors of a class, not yet running.",
+            depth
+                .into_iter()
+                .map(|((tenant, app, class), n)| (vec![("tenant", tenant), ("app", app), ("class", class)], n)),
+        );
+        out.gauge(
+            "wasmkeep_resident_actors",
+            "Actors with a task on this node (resident, or about to hibernate), by tenant and app.",
+            resident.into_iter().map(|(k, n)| (app_labels(k), n)),
+        );
+        out.gauge(
+            "wasmkeep_open_sockets",
+            "WebSockets open on this node's actors, by tenant and app.",
+            sockets.into_iter().filter_map(|(id, n)| Some((app_labels(names(id)?), n))),
+        );
+        let pool = &self.0.pool;
+        let slots = &self.0.front_slots;
+        out.gauge(
+            "wasmkeep_pool_instances",
+            "The pool's actor instances: in use, and its size.",
+            [
+                (vec![("state", "in_use".to_owned())], pool.in_use() as u64),
+                (vec![("state", "size".to_owned())], pool.size() as u64),
+            ],
+        );
+        out.gauge(
+            "wasmkeep_front_slots",
+            "Front slots: in use, and how many there are.",
+            [
+                (vec![("state", "in_use".to_owned())], slots.in_use() as u64),
+                (vec![("state", "size".to_owned())], slots.size() as u64),
+            ],
+        );
     }
 }
 

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use wasmkeep_telemetry::AppMetrics;
+
 /// One app's counters.
 #[derive(Debug, Default)]
 pub struct AppUsage {
@@ -29,23 +31,26 @@ impl AppUsage {
     }
 
     /// Runs one event's guest code, counting its CPU and wall time.
-    pub(crate) async fn event<F: Future>(&self, run: F) -> F::Output {
-        let out = self.timed(run).await;
+    pub(crate) async fn event<F: Future>(&self, metrics: Option<&AppMetrics>, run: F) -> F::Output {
+        let out = self.timed(metrics, run).await;
         Self::add(&self.events, 1);
         out
     }
 
     /// Runs a front request's guest code, counting its CPU and wall time
     /// (not an event).
-    pub(crate) async fn front<F: Future>(&self, run: F) -> F::Output {
-        self.timed(run).await
+    pub(crate) async fn front<F: Future>(&self, metrics: Option<&AppMetrics>, run: F) -> F::Output {
+        self.timed(metrics, run).await
     }
 
-    async fn timed<F: Future>(&self, run: F) -> F::Output {
+    async fn timed<F: Future>(&self, metrics: Option<&AppMetrics>, run: F) -> F::Output {
         let started = Instant::now();
         let mut cpu = 0;
         let out = CpuTimed { inner: std::pin::pin!(run), cpu: &mut cpu }.await;
         Self::add(&self.cpu_micros, cpu);
+        if let Some(metrics) = metrics {
+            metrics.guest_cpu(cpu as f64 / 1e6);
+        }
         Self::add(&self.wall_micros, started.elapsed().as_micros() as u64);
         out
     }
@@ -94,7 +99,7 @@ mod tests {
         // 20 ms of this thread's CPU (however long the machine makes it
         // take), then a wait that uses none.
         usage
-            .event(async {
+            .event(None, async {
                 let start = thread_cpu_micros();
                 while thread_cpu_micros() - start < 20_000 {
                     std::hint::black_box(0);
@@ -106,7 +111,7 @@ mod tests {
         assert!(cpu >= 20_000, "cpu {cpu} µs");
         assert!(wall >= cpu + 50_000, "wall {wall} µs, cpu {cpu} µs");
         // Waiting alone costs (next to) nothing.
-        usage.event(tokio::time::sleep(std::time::Duration::from_millis(100))).await;
+        usage.event(None, tokio::time::sleep(std::time::Duration::from_millis(100))).await;
         let waited = AppUsage::get(&usage.cpu_micros) - cpu;
         assert!(waited < 10_000, "a wait counted {waited} µs of CPU");
         assert_eq!(AppUsage::get(&usage.events), 2);

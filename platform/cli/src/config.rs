@@ -32,13 +32,15 @@ pub fn limits(file: Option<&Path>) -> Result<Limits, String> {
 /// says where.
 pub async fn serve_metrics(
     node: &wasmkeep_actors::Node,
+    more: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>>,
     addr: std::net::SocketAddr,
     ready: wasmkeep_telemetry::Readiness,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("wasmkeep: metrics on http://{addr}/metrics");
-    let sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
+    let mut sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
+    sources.extend(more);
     tokio::spawn(wasmkeep_telemetry::serve(listener, sources, ready, std::future::pending()));
     Ok(())
 }

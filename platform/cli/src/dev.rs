@@ -135,7 +135,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
     }
 
     if let Some(addr) = args.metrics_listen {
-        crate::config::serve_metrics(&node, addr, wasmkeep_telemetry::always_ready()).await?;
+        crate::config::serve_metrics(&node, vec![], addr, wasmkeep_telemetry::always_ready()).await?;
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

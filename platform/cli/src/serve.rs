@@ -372,7 +372,9 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
     let api_addr = api.local_addr().map_err(|e| e.to_string())?;
     if let Some(addr) = cfg.metrics_listen {
-        crate::config::serve_metrics(&node, addr, ready).await?;
+        let peers: Vec<Arc<dyn wasmkeep_telemetry::Source>> =
+            membership.iter().map(|m| m.clone() as Arc<dyn wasmkeep_telemetry::Source>).collect();
+        crate::config::serve_metrics(&node, peers, addr, ready).await?;
     }
 
     let drain_asked = Arc::new(tokio::sync::Notify::new());

@@ -185,9 +185,34 @@ impl Membership {
         view.values().filter(|h| h.is_live(now_ms, self.wait)).cloned().collect()
     }
 
+    /// Every node's last heartbeat this node read, live or not.
+    pub fn heartbeats(&self) -> Vec<Heartbeat> {
+        self.view.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
     /// A heartbeat sent before this is a dead node's (what a take passes).
     pub fn dead_before_ms(&self, now_ms: u64) -> u64 {
         now_ms.saturating_sub(self.wait.as_millis() as u64)
+    }
+}
+
+/// The age of each node's last heartbeat as this node read it: a peer
+/// whose age climbs past the failover wait is dead to this node.
+impl wasmkeep_telemetry::Source for Membership {
+    fn collect(&self, out: &mut wasmkeep_telemetry::Exposition) {
+        let now = unix_ms();
+        out.gauge_f64(
+            "wasmkeep_peer_heartbeat_age_seconds",
+            "Age of each node's last heartbeat, as this node last read it, by node.",
+            self.heartbeats()
+                .into_iter()
+                .map(|h| (vec![("node", h.node)], now.saturating_sub(h.sent_ms) as f64 / 1000.0)),
+        );
+        out.gauge_f64(
+            "wasmkeep_failover_wait_seconds",
+            "How old a node's heartbeat may be before it is dead.",
+            [(vec![], self.wait.as_secs_f64())],
+        );
     }
 }
 

@@ -292,11 +292,12 @@ fn printable(line: &str) -> std::borrow::Cow<'_, str> {
 
 impl Source for GuestLogs {
     fn collect(&self, out: &mut Exposition) {
-        const NAME: &str = "wasmkeep_guest_log_lines_dropped_total";
-        out.family(NAME, "Lines of guests' stdout and stderr dropped by the log rate limit, by tenant.", "counter");
-        for (tenant, n) in self.dropped.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            out.sample(NAME, &[("tenant", tenant)], *n as f64);
-        }
+        let dropped = self.dropped.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        out.counter(
+            "wasmkeep_guest_log_lines_dropped_total",
+            "Lines of guests' stdout and stderr dropped by the log rate limit, by tenant.",
+            dropped.into_iter().map(|(tenant, n)| (vec![("tenant", tenant.to_string())], n)),
+        );
     }
 }
 

@@ -61,7 +61,7 @@ fn answer(path: &str, sources: &[Arc<dyn Source>], ready: &(dyn Fn() -> bool + S
     let (status, content_type, body) = match path {
         "/metrics" => {
             let refs: Vec<&dyn Source> = sources.iter().map(|s| &**s).collect();
-            (StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", crate::render(&refs))
+            (StatusCode::OK, crate::CONTENT_TYPE, crate::render(&refs))
         }
         "/healthz" => (StatusCode::OK, "text/plain; charset=utf-8", "ok\n".to_owned()),
         "/readyz" if ready() => (StatusCode::OK, "text/plain; charset=utf-8", "ready\n".to_owned()),

@@ -1,0 +1,405 @@
+//! The node's long-lived metrics: counters and histograms that the request
+//! path adds to, as `prometheus-client` families. The names and labels of
+//! the seeds' families are kept exactly (`wasmkeep_front_requests_total`
+//! and the rest); an app's own series are held by its [`AppMetrics`], so
+//! an event adds to them without looking its labels up.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+
+use crate::exposition::{Exposition, Labels};
+use crate::{Source, exposition};
+
+/// A counter family with one label and a closed set of values, each
+/// present from the start.
+pub struct CounterFamily {
+    name: &'static str,
+    help: &'static str,
+    label: &'static str,
+    values: &'static [&'static str],
+    family: Family<[(&'static str, &'static str); 1], Counter>,
+}
+
+impl CounterFamily {
+    pub fn new(name: &'static str, help: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
+        let family = Family::default();
+        for value in values {
+            let _ = family.get_or_create(&[(label, *value)]);
+        }
+        Self { name, help, label, values, family }
+    }
+
+    /// Adds one to the counter labelled `value`, which must be one of the
+    /// family's values.
+    pub fn inc(&self, value: &str) {
+        match self.values.iter().find(|v| **v == value) {
+            Some(v) => {
+                self.family.get_or_create(&[(self.label, *v)]).inc();
+            }
+            None => debug_assert!(false, "{} has no {}={value}", self.name, self.label),
+        }
+    }
+
+    /// The count labelled `value` now.
+    pub fn get(&self, value: &str) -> u64 {
+        self.values.iter().find(|v| **v == value).map_or(0, |v| self.family.get_or_create(&[(self.label, *v)]).get())
+    }
+
+    fn register(&self, out: &mut Exposition) {
+        out.register(self.name, self.help, self.family.clone());
+    }
+}
+
+/// A counter family per tenant and reason: the tenants are the node's
+/// accounts (made by sign-up, bounded by the operator), the reasons a
+/// closed set.
+pub struct TenantCounters {
+    name: &'static str,
+    help: &'static str,
+    label: &'static str,
+    values: &'static [&'static str],
+    family: Family<Labels, Counter>,
+}
+
+impl TenantCounters {
+    pub fn new(name: &'static str, help: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
+        Self { name, help, label, values, family: Family::default() }
+    }
+
+    fn labels(&self, tenant: &str, value: &str) -> Option<Labels> {
+        let value = self.values.iter().find(|v| **v == value)?;
+        Some(vec![("tenant", tenant.to_owned()), (self.label, (*value).to_owned())])
+    }
+
+    /// Adds one to `tenant`'s counter labelled `value`, one of the family's.
+    pub fn inc(&self, tenant: &str, value: &str) {
+        match self.labels(tenant, value) {
+            Some(labels) => {
+                self.family.get_or_create(&labels).inc();
+            }
+            None => debug_assert!(false, "{} has no {}={value}", self.name, self.label),
+        }
+    }
+
+    pub fn get(&self, tenant: &str, value: &str) -> u64 {
+        self.labels(tenant, value).map_or(0, |labels| self.family.get_or_create(&labels).get())
+    }
+
+    fn register(&self, out: &mut Exposition) {
+        out.register(self.name, self.help, self.family.clone());
+    }
+}
+
+/// The quotas of a plan, as `wasmkeep_quota_refusals_total` names them
+/// (`core::quota::Quota::label`).
+pub const QUOTAS: &[&str] = &[
+    "requests_per_second",
+    "events_per_second_per_actor",
+    "actor_creations_per_second",
+    "resident_actors",
+    "sockets",
+    "egress_requests_per_second",
+    "storage_bytes_per_actor",
+    "storage_bytes",
+];
+
+/// The outcomes of a front request.
+pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "handoff", "no_front"];
+/// The outcomes of a front's call (each entry of a batch is one).
+pub const FRONT_CALL_OUTCOMES: &[&str] =
+    &["ok", "invalid_address", "too_large", "timeout", "reentrant", "busy", "failed"];
+/// Why admission refused an event (`deadline`: the caller had stopped
+/// waiting before the event could start; it never started).
+pub const REFUSAL_REASONS: &[&str] = &[
+    "no_such_app",
+    "suspended",
+    "no_such_class",
+    "invalid_name",
+    "internal",
+    "value_missing",
+    "no_such_actor",
+    "overloaded",
+    "capacity",
+    "deadline",
+    "quota",
+    "tenant_busy",
+    "store_unavailable",
+    "elsewhere",
+];
+/// How an admitted event fails (`core::EventError::label`, less refusals).
+pub const EVENT_ERRORS: &[&str] = &["trapped", "wall", "invalid_response", "answer_too_large", "shutting_down"];
+/// What a node forwards to another node.
+pub const FORWARD_KINDS: &[&str] = &["call", "request", "upgrade", "handoff"];
+/// What a node sends on after another node said the actor is elsewhere.
+pub const REROUTE_KINDS: &[&str] = &["call", "request"];
+
+/// Seconds: from 100 µs to about 52 s, doubling.
+fn seconds_buckets() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0001, 2.0, 20))
+}
+
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// The node's metrics.
+pub struct Metrics {
+    pub front_requests: CounterFamily,
+    pub front_calls: CounterFamily,
+    pub forwards: CounterFamily,
+    pub reroutes: CounterFamily,
+    pub refusals: CounterFamily,
+    pub quota_refusals: TenantCounters,
+    /// Events run, by tenant, app and outcome (`ok` or the error's name).
+    events: Family<Labels, Counter>,
+    event_seconds: Histograms,
+    admission_wait: Histograms,
+    guest_cpu: Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    requests: Family<Labels, Counter>,
+    wakes: Family<Labels, Counter>,
+    hibernations: Family<Labels, Counter>,
+    /// A commit's time in the store, for the node.
+    pub store_commit_seconds: Histogram,
+}
+
+fn app_labels(tenant: &str, app: &str) -> Labels {
+    vec![("tenant", tenant.to_owned()), ("app", app.to_owned())]
+}
+
+impl Metrics {
+    /// The series of app `app` of `tenant`, held by the app.
+    pub fn app(&self, tenant: &str, app: &str) -> AppMetrics {
+        let labels = app_labels(tenant, app);
+        let mut ok = labels.clone();
+        ok.push(("outcome", "ok".to_owned()));
+        AppMetrics {
+            labels: labels.clone(),
+            events: self.events.clone(),
+            events_ok: self.events.get_or_create(&ok).clone(),
+            event_seconds: self.event_seconds.get_or_create(&labels).clone(),
+            admission_wait: self.admission_wait.get_or_create(&labels).clone(),
+            guest_cpu: self.guest_cpu.get_or_create(&labels).clone(),
+            requests: self.requests.get_or_create(&labels).clone(),
+            wakes: self.wakes.get_or_create(&labels).clone(),
+            hibernations: self.hibernations.get_or_create(&labels).clone(),
+        }
+    }
+
+    /// Forgets app `app`'s series (the app is deleted).
+    pub fn forget_app(&self, tenant: &str, app: &str) {
+        let labels = app_labels(tenant, app);
+        for family in [&self.requests, &self.wakes, &self.hibernations] {
+            family.remove(&labels);
+        }
+        for family in [&self.event_seconds, &self.admission_wait] {
+            family.remove(&labels);
+        }
+        self.guest_cpu.remove(&labels);
+        for outcome in ["ok"].iter().chain(REFUSAL_REASONS).chain(EVENT_ERRORS) {
+            let mut with = labels.clone();
+            with.push(("outcome", (*outcome).to_owned()));
+            self.events.remove(&with);
+        }
+    }
+}
+
+/// One app's series: what its events and requests add to.
+#[derive(Clone)]
+pub struct AppMetrics {
+    labels: Labels,
+    events: Family<Labels, Counter>,
+    events_ok: Counter,
+    event_seconds: Histogram,
+    admission_wait: Histogram,
+    guest_cpu: Counter<f64, std::sync::atomic::AtomicU64>,
+    requests: Counter,
+    wakes: Counter,
+    hibernations: Counter,
+}
+
+impl AppMetrics {
+    /// An event ran (or was refused) with `outcome` (`ok` or the error's
+    /// name, a closed set), for `seconds` of wall time.
+    pub fn event(&self, outcome: &'static str, seconds: f64) {
+        if outcome == "ok" {
+            self.events_ok.inc();
+        } else {
+            let mut labels = self.labels.clone();
+            labels.push(("outcome", outcome.to_owned()));
+            self.events.get_or_create(&labels).inc();
+        }
+        self.event_seconds.observe(seconds);
+    }
+
+    /// An event admission refused, with the refusal's name.
+    pub fn refused(&self, outcome: &'static str) {
+        let mut labels = self.labels.clone();
+        labels.push(("outcome", outcome.to_owned()));
+        self.events.get_or_create(&labels).inc();
+    }
+
+    /// How long an event waited for admission (a pool instance, a slot).
+    pub fn admission_waited(&self, seconds: f64) {
+        self.admission_wait.observe(seconds);
+    }
+
+    /// CPU time its guests (actors and front) spent.
+    pub fn guest_cpu(&self, seconds: f64) {
+        self.guest_cpu.inc_by(seconds);
+    }
+
+    /// A request reached the app at the public port.
+    pub fn request(&self) {
+        self.requests.inc();
+    }
+
+    pub fn woke(&self) {
+        self.wakes.inc();
+    }
+
+    pub fn hibernated(&self) {
+        self.hibernations.inc();
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            front_requests: CounterFamily::new(
+                "wasmkeep_front_requests_total",
+                "Requests served by apps' fronts, by outcome.",
+                "outcome",
+                FRONT_REQUEST_OUTCOMES,
+            ),
+            front_calls: CounterFamily::new(
+                "wasmkeep_front_calls_total",
+                "Calls made by fronts (each call-many entry counts), by outcome.",
+                "outcome",
+                FRONT_CALL_OUTCOMES,
+            ),
+            forwards: CounterFamily::new(
+                "wasmkeep_forwards_total",
+                "Calls, requests, upgrades and hand-offs forwarded to another node, by kind.",
+                "kind",
+                FORWARD_KINDS,
+            ),
+            reroutes: CounterFamily::new(
+                "wasmkeep_reroutes_total",
+                "Events sent on after the node they went to answered that another node owns the actor.",
+                "kind",
+                REROUTE_KINDS,
+            ),
+            refusals: CounterFamily::new(
+                "wasmkeep_refusals_total",
+                "Events admission refused, by reason.",
+                "reason",
+                REFUSAL_REASONS,
+            ),
+            quota_refusals: TenantCounters::new(
+                "wasmkeep_quota_refusals_total",
+                "Requests and events refused for a tenant's quota, by tenant and quota.",
+                "quota",
+                QUOTAS,
+            ),
+            events: Family::default(),
+            event_seconds: Family::new_with_constructor(seconds_buckets),
+            admission_wait: Family::new_with_constructor(seconds_buckets),
+            guest_cpu: Family::default(),
+            requests: Family::default(),
+            wakes: Family::default(),
+            hibernations: Family::default(),
+            store_commit_seconds: seconds_buckets(),
+        }
+    }
+}
+
+impl Source for Metrics {
+    fn collect(&self, out: &mut exposition::Exposition) {
+        self.front_requests.register(out);
+        self.front_calls.register(out);
+        self.forwards.register(out);
+        self.reroutes.register(out);
+        self.refusals.register(out);
+        self.quota_refusals.register(out);
+        out.register(
+            "wasmkeep_app_requests_total",
+            "Requests that reached an app at the public port, by tenant and app.",
+            self.requests.clone(),
+        );
+        out.register(
+            "wasmkeep_events_total",
+            "Actor events run or refused, by tenant, app and outcome (ok, or the error's name).",
+            self.events.clone(),
+        );
+        out.register(
+            "wasmkeep_event_duration_seconds",
+            "Wall time of actor events, by tenant and app.",
+            self.event_seconds.clone(),
+        );
+        out.register(
+            "wasmkeep_admission_wait_seconds",
+            "Time events waited for admission (a pool instance), by tenant and app.",
+            self.admission_wait.clone(),
+        );
+        out.register(
+            "wasmkeep_guest_cpu_seconds_total",
+            "CPU time of an app's guests (actors and front), by tenant and app.",
+            self.guest_cpu.clone(),
+        );
+        out.register("wasmkeep_actor_wakes_total", "Actors woken, by tenant and app.", self.wakes.clone());
+        out.register(
+            "wasmkeep_actor_hibernations_total",
+            "Actors hibernated, by tenant and app.",
+            self.hibernations.clone(),
+        );
+        out.register(
+            "wasmkeep_store_commit_seconds",
+            "Time of an actor's commit in the store.",
+            self.store_commit_seconds.clone(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render;
+
+    #[test]
+    fn every_label_value_is_present_from_the_start() {
+        let m = Metrics::default();
+        m.front_requests.inc("ok");
+        m.front_requests.inc("ok");
+        m.front_calls.inc("busy");
+        let text = render(&[&m]);
+        assert!(text.contains("# TYPE wasmkeep_front_requests_total counter\n"), "{text}");
+        assert!(text.contains("wasmkeep_front_requests_total{outcome=\"ok\"} 2\n"));
+        assert!(text.contains("wasmkeep_front_requests_total{outcome=\"busy\"} 0\n"));
+        assert!(text.contains("wasmkeep_front_calls_total{outcome=\"busy\"} 1\n"));
+        assert!(text.contains("wasmkeep_forwards_total{kind=\"call\"} 0\n"));
+        assert_eq!(m.front_requests.get("ok"), 2);
+    }
+
+    #[test]
+    fn an_apps_series_are_its_own_and_go_with_it() {
+        let m = Metrics::default();
+        let shop = m.app("alpha", "shop");
+        shop.event("ok", 0.002);
+        shop.event("trapped", 0.5);
+        shop.woke();
+        m.app("beta", "shop").event("ok", 0.001);
+        let text = render(&[&m]);
+        for line in [
+            "wasmkeep_events_total{tenant=\"alpha\",app=\"shop\",outcome=\"ok\"} 1\n",
+            "wasmkeep_events_total{tenant=\"alpha\",app=\"shop\",outcome=\"trapped\"} 1\n",
+            "wasmkeep_events_total{tenant=\"beta\",app=\"shop\",outcome=\"ok\"} 1\n",
+            "wasmkeep_event_duration_seconds_count{tenant=\"alpha\",app=\"shop\"} 2\n",
+            "wasmkeep_actor_wakes_total{tenant=\"alpha\",app=\"shop\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        m.forget_app("alpha", "shop");
+        let text = render(&[&m]);
+        assert!(!text.contains("tenant=\"alpha\""), "{text}");
+        assert!(text.contains("tenant=\"beta\""), "{text}");
+    }
+}
