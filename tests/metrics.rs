@@ -144,3 +144,47 @@ async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
     // No actor's name is a label anywhere.
     assert!(scrape.samples.iter().all(|s| s.labels.values().all(|v| v.as_str() != "a" && v.as_str() != "b")), "{text}");
 }
+
+/// Every family `ops/` (the dashboard, the alert rules) names is one a node
+/// exposes: on a node after some traffic, or, for those only a cluster or a
+/// refusal makes, in the metrics table of docs/observability.md.
+#[tokio::test]
+async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(test_limits(), spec).await;
+    let url = scrape_url(&n).await;
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    assert_eq!(n.get("/actor/open/b/trap-after-write").await.status, 500);
+    assert_eq!(n.get("/hello").await.status, 200);
+    let page = scrape(&n, &url).await;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let documented = std::fs::read_to_string(repo.join("docs/observability.md")).unwrap();
+    let mut named = 0;
+    for file in ["ops/grafana/wasmkeep.json", "ops/prometheus/alerts.yml"] {
+        let text = std::fs::read_to_string(repo.join(file)).unwrap();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("wasmkeep_") {
+            rest = &rest[at..];
+            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let name = &rest[..end];
+            rest = &rest[end..];
+            let family = ["_bucket", "_count", "_sum"].iter().fold(name, |n, s| n.strip_suffix(s).unwrap_or(n));
+            named += 1;
+            let exposed = page.contains(&format!("# TYPE {family} "));
+            // Families written once there is something to count: a peer,
+            // a refusal, a dropped line, an open socket.
+            let later = [
+                "wasmkeep_peer_heartbeat_age_seconds",
+                "wasmkeep_quota_refusals_total",
+                "wasmkeep_guest_log_lines_dropped_total",
+                "wasmkeep_open_sockets",
+            ]
+            .contains(&family);
+            assert!(
+                exposed || (later && documented.contains(&format!("`{family}`"))),
+                "{file} names {family}, which the node does not expose:\n{page}"
+            );
+        }
+    }
+    assert!(named > 20, "the files name the families: {named}");
+}

@@ -44,6 +44,8 @@ pub struct Collector {
     spans: Arc<Mutex<Vec<Span>>>,
     /// Export requests received, and how many could not be decoded.
     pub requests: Arc<Mutex<(usize, usize)>>,
+    /// The `authorization` header of each export request that had one.
+    pub authorizations: Arc<Mutex<Vec<String>>>,
 }
 
 fn text(value: &Option<AnyValue>) -> String {
@@ -66,16 +68,20 @@ impl Collector {
         let addr = listener.local_addr().unwrap();
         let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
         let requests: Arc<Mutex<(usize, usize)>> = Arc::default();
-        let (kept, counted) = (spans.clone(), requests.clone());
+        let authorizations: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (kept, counted, seen) = (spans.clone(), requests.clone(), authorizations.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { return };
-                let (kept, counted) = (kept.clone(), counted.clone());
+                let (kept, counted, seen) = (kept.clone(), counted.clone(), seen.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let (kept, counted) = (kept.clone(), counted.clone());
+                        let (kept, counted, seen) = (kept.clone(), counted.clone(), seen.clone());
                         async move {
                             let path = req.uri().path().to_owned();
+                            if let Some(auth) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) {
+                                seen.lock().unwrap().push(auth.to_owned());
+                            }
                             let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                             let decoded = (path == "/v1/traces").then(|| ExportTraceServiceRequest::decode(body));
                             let mut count = counted.lock().unwrap();
@@ -94,7 +100,7 @@ impl Collector {
                 });
             }
         });
-        Self { addr, spans, requests }
+        Self { addr, spans, requests, authorizations }
     }
 
     /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.

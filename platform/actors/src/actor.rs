@@ -140,6 +140,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
             match admitted {
                 Ok(admitted) => {
                     let app = admitted.app.metrics.clone();
+                    app.queued(admitting.saturating_duration_since(arrived).as_secs_f64());
                     app.admission_waited(admission.as_secs_f64());
                     let started = std::time::Instant::now();
                     let answer = execute(node, residence, admitted, &envelope, guest).await;

@@ -25,6 +25,8 @@ use crate::calls::CallSide;
 /// actor. A trap or a cut event drops them.
 pub(crate) struct StorageGate {
     store: Arc<dyn Store>,
+    /// The actor's app (its spans name it).
+    app: Arc<AppRef>,
     /// Each commit's time, for the node's metrics.
     commit_seconds: prometheus_client::metrics::histogram::Histogram,
     key: ActorKey,
@@ -60,6 +62,7 @@ pub(crate) enum Outcome {
 impl StorageGate {
     fn new(
         store: Arc<dyn Store>,
+        app: Arc<AppRef>,
         commit_seconds: prometheus_client::metrics::histogram::Histogram,
         key: ActorKey,
         event: &EventContext,
@@ -67,6 +70,7 @@ impl StorageGate {
         let (epoch, limits) = (event.epoch, &event.limits);
         Self {
             store,
+            app,
             commit_seconds,
             key,
             epoch,
@@ -105,12 +109,14 @@ impl StorageGate {
         let span = if tracing::Span::current().is_none() {
             tracing::Span::none()
         } else {
+            let bytes: usize = batch.writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum();
             tracing::info_span!(
-            target: wasmkeep_telemetry::traces::TARGET,
-            "storage.commit",
-            wasmkeep.storage.keys_written = batch.writes.len(),
-            wasmkeep.storage.bytes_written =
-                batch.writes.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>(),
+                target: wasmkeep_telemetry::traces::TARGET,
+                "storage.commit",
+                wasmkeep.tenant = self.app.tenant.as_str(),
+                wasmkeep.app = self.app.name.as_str(),
+                wasmkeep.storage.keys_written = batch.writes.len(),
+                wasmkeep.storage.bytes_written = bytes,
                 wasmkeep.storage.cleared = batch.clear,
             )
         };
@@ -269,7 +275,13 @@ impl ActorEventHost {
     pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
         Self {
             address: key.address.to_string(),
-            gate: StorageGate::new(node.store.clone(), node.metrics.store_commit_seconds.clone(), key.clone(), &event),
+            gate: StorageGate::new(
+                node.store.clone(),
+                app.clone(),
+                node.metrics.store_commit_seconds.clone(),
+                key.clone(),
+                &event,
+            ),
             node,
             app,
             key,

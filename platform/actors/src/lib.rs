@@ -394,6 +394,17 @@ impl Node {
     }
 
     /// The node's counters.
+    /// `plain` sealed as tenant `tenant`'s trace export, for the store.
+    pub fn seal_telemetry(&self, tenant: &str, plain: &[u8]) -> Vec<u8> {
+        self.0.values.seal(&wasmkeep_storage::telemetry_context(tenant), plain)
+    }
+
+    /// Tenant `tenant`'s trace export as the store holds it, opened; none
+    /// when it does not open (moved from another tenant, another key).
+    pub fn open_telemetry(&self, tenant: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        self.0.values.open(&wasmkeep_storage::telemetry_context(tenant), sealed)
+    }
+
     /// Guests' log records: kept, and tailed by the provisioning API.
     pub fn guest_logs(&self) -> &Arc<GuestLogs> {
         &self.0.logs

@@ -12,6 +12,7 @@ mod serve;
 mod serve_config;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
@@ -67,13 +68,14 @@ enum Command {
 /// reach the log output; with no traces, nothing records them.
 fn observe(
     traces: Option<wasmkeep_telemetry::traces::TraceSettings>,
+    tenants: Option<Arc<wasmkeep_telemetry::tenant_export::TenantExports>>,
     format: wasmkeep_telemetry::traces::LogFormat,
 ) -> Result<Option<wasmkeep_telemetry::traces::Tracing>, String> {
     use tracing_subscriber::util::SubscriberInitExt;
     use wasmkeep_telemetry::traces::{Tracing, with_spans, without_spans};
     let directives = std::env::var("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into());
     let started = match traces {
-        Some(settings) => Tracing::start(&settings)?,
+        Some(settings) => Tracing::start(&settings, tenants)?,
         None => None,
     };
     Ok(match started {
@@ -104,7 +106,21 @@ fn main() -> ExitCode {
         Command::Dev(_) => (Some(TraceSettings::default()), LogFormat::Text),
         _ => (None, LogFormat::Text),
     };
-    let _tracing = match observe(traces, format) {
+    let tenants = match &cli.command {
+        Command::Serve(args) => match serve_config::ServeConfig::load(args).map(|cfg| {
+            let roots = cfg.egress_roots.as_ref().map(std::fs::read).transpose().unwrap_or_default();
+            cfg.telemetry.tenant_exports(&roots.unwrap_or_default())
+        }) {
+            Ok(Ok(exports)) => exports,
+            Ok(Err(e)) => {
+                eprintln!("error: [telemetry] tenant_export: {e}");
+                return ExitCode::FAILURE;
+            }
+            Err(_) => None,
+        },
+        _ => None,
+    };
+    let _tracing = match observe(traces, tenants.clone(), format) {
         Ok(tracing) => tracing,
         Err(e) => {
             eprintln!("error: {e}");
@@ -116,7 +132,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Dev(args) => dev::run(args).await,
-            Command::Serve(args) => serve::run(*args).await,
+            Command::Serve(args) => serve::run(*args, tenants).await,
             Command::Signup(args) => client::signup(args).await,
             Command::Deploy(args) => client::deploy(args).await,
             Command::Apps(args) => client::apps(args).await,

@@ -14,6 +14,7 @@ use wasmkeep_core::host::BaseDomain;
 use wasmkeep_core::{AppName, AppRef, TenantId};
 use wasmkeep_edge::{AppRouting, PublicPort, SignedHops};
 use wasmkeep_storage::{Durability, POOL_SIZE, PostgresStore, SqliteStore, Store, TokenRecord, ValueKey};
+use wasmkeep_telemetry::tenant_export::TenantExports;
 use wasmkeep_tenants::api::{RateLimits, Service};
 use wasmkeep_tenants::plans::Plans;
 use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
@@ -209,7 +210,13 @@ async fn join_cluster(
 /// Follows, every second, what the provisioning API of another node
 /// changed in the store: tenants' plans and suspensions, apps created,
 /// activated or deleted, and apps' values.
-async fn follow_control_plane(node: Node, store: Arc<dyn Store>, plans: Plans) {
+async fn follow_control_plane(
+    node: Node,
+    store: Arc<dyn Store>,
+    plans: Plans,
+    exports: Option<Arc<TenantExports>>,
+    mut exporting: ExportsSeen,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut tenants: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     loop {
@@ -217,7 +224,50 @@ async fn follow_control_plane(node: Node, store: Arc<dyn Store>, plans: Plans) {
         if let Err(e) = follow_once(&node, &*store, &plans, &mut tenants).await {
             tracing::warn!(error = %e, "the control plane could not be read");
         }
+        if let Some(exports) = &exports
+            && let Err(e) = follow_exports(&node, &*store, exports, &mut exporting).await
+        {
+            tracing::warn!(error = %e, "tenants' trace exports could not be read");
+        }
     }
+}
+
+/// Each tenant's trace export as this node last put it in place: sealed,
+/// as the store holds it.
+type ExportsSeen = std::collections::BTreeMap<String, Vec<u8>>;
+
+/// Puts in place the tenants' trace exports the store holds (set through
+/// this node's API or another's), and takes away those it no longer does.
+async fn follow_exports(
+    node: &Node,
+    store: &dyn Store,
+    exports: &TenantExports,
+    seen: &mut ExportsSeen,
+) -> Result<(), String> {
+    let stored = store.telemetry().await.map_err(|e| e.to_string())?;
+    for gone in seen.keys().filter(|t| !stored.contains_key(*t)).cloned().collect::<Vec<_>>() {
+        let _ = exports.set(&gone, None);
+        seen.remove(&gone);
+    }
+    for (tenant, sealed) in stored {
+        if seen.get(&tenant) == Some(&sealed) {
+            continue;
+        }
+        let settings = node
+            .open_telemetry(&tenant, &sealed)
+            .and_then(|plain| serde_json::from_slice::<wasmkeep_telemetry::tenant_export::ExportSettings>(&plain).ok());
+        match settings {
+            Some(settings) => {
+                if let Err(e) = exports.set(&tenant, Some(settings)) {
+                    tracing::warn!(%tenant, "a tenant's trace export is no longer allowed: {e}");
+                    let _ = exports.set(&tenant, None);
+                }
+            }
+            None => tracing::warn!(%tenant, "a tenant's trace export does not open with this node's key"),
+        }
+        seen.insert(tenant, sealed);
+    }
+    Ok(())
 }
 
 async fn follow_once(
@@ -304,7 +354,7 @@ async fn stop_signal() {
     }
 }
 
-pub async fn run(args: ServeArgs) -> Result<(), String> {
+pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result<(), String> {
     let cfg = ServeConfig::load(&args)?;
     let limits = config::limits(cfg.limits.as_deref())?;
     let base_domain = BaseDomain::parse(&cfg.base_domain).map_err(|e| format!("base_domain: {e}"))?;
@@ -363,8 +413,14 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     // A signed hop on the public port is a client's header, unless allowed.
     let hops = hops.filter(|_| cfg.cluster.cluster_plaintext == Plaintext::Allow);
     let apps = restore(&node, &*store, &plans).await?;
+    let mut exporting = ExportsSeen::new();
+    if let Some(exports) = &exports
+        && let Err(e) = follow_exports(&node, &*store, exports, &mut exporting).await
+    {
+        tracing::warn!(error = %e, "tenants' trace exports could not be read");
+    }
     if membership.is_some() {
-        tokio::spawn(follow_control_plane(node.clone(), store.clone(), plans.clone()));
+        tokio::spawn(follow_control_plane(node.clone(), store.clone(), plans.clone(), exports.clone(), exporting));
     }
 
     let api = tokio::net::TcpListener::bind(cfg.api_listen)
@@ -372,8 +428,9 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.api_listen))?;
     let api_addr = api.local_addr().map_err(|e| e.to_string())?;
     if let Some(addr) = cfg.metrics_listen {
-        let peers: Vec<Arc<dyn wasmkeep_telemetry::Source>> =
+        let mut peers: Vec<Arc<dyn wasmkeep_telemetry::Source>> =
             membership.iter().map(|m| m.clone() as Arc<dyn wasmkeep_telemetry::Source>).collect();
+        peers.extend(exports.iter().map(|e| e.clone() as Arc<dyn wasmkeep_telemetry::Source>));
         crate::config::serve_metrics(&node, peers, addr, ready).await?;
     }
 
@@ -394,6 +451,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         started: wasmkeep_tenants::api::unix_now(),
         drain: drain_asked.clone(),
         stopping: stop_rx.clone(),
+        exports,
     });
     let forget = service.clone();
     tokio::spawn(async move {

@@ -75,6 +75,14 @@ pub struct TelemetrySettings {
     /// guest's line with its tenant, app, actor and trace) or `text`
     /// [default: json].
     pub log_format: LogFormat,
+    /// Whether tenants may send their apps' spans to their own endpoints
+    /// (`PUT /v1/telemetry`) [default: false]. On, every request makes
+    /// its spans, as with an operator's endpoint.
+    pub tenant_export: bool,
+    /// Hosts tenants' endpoints may name whatever their addresses (a
+    /// collector gateway on the operator's network); any other endpoint
+    /// must be public, as the node's egress policy has it.
+    pub tenant_export_hosts: Vec<String>,
 }
 
 impl Default for TelemetrySettings {
@@ -85,11 +93,32 @@ impl Default for TelemetrySettings {
             service_name: None,
             trust_traceparent: true,
             log_format: LogFormat::Json,
+            tenant_export: false,
+            tenant_export_hosts: Vec::new(),
         }
     }
 }
 
 impl TelemetrySettings {
+    /// Tenants' own exports, if the operator lets them have them: under
+    /// the node's egress policy, HTTPS trusting the node's roots and
+    /// `roots` (PEM).
+    pub fn tenant_exports(
+        &self,
+        roots: &[u8],
+    ) -> Result<Option<std::sync::Arc<wasmkeep_telemetry::tenant_export::TenantExports>>, String> {
+        use wasmkeep_telemetry::tenant_export::{ExportPolicy, TenantExports};
+        if !self.tenant_export {
+            return Ok(None);
+        }
+        let tls = wasmkeep_runtime::egress_tls::client_config(roots)?;
+        let policy = ExportPolicy {
+            egress: wasmkeep_core::egress::EgressPolicy::Public { allowed_hosts: None },
+            also: self.tenant_export_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
+        };
+        Ok(Some(TenantExports::new(policy, tls)))
+    }
+
     /// Where node `node`'s traces go.
     pub fn traces(&self, node: Option<&str>) -> wasmkeep_telemetry::traces::TraceSettings {
         wasmkeep_telemetry::traces::TraceSettings {

@@ -404,3 +404,118 @@ async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
     assert_eq!((record["class"].as_str(), record["name"].as_str()), (Some("probe"), Some("a")));
     assert_eq!(record["trace_id"].as_str(), Some(trace));
 }
+
+/// Each tenant's own export: a tenant's endpoint receives its apps' spans
+/// with its headers, never another tenant's; the operator's export still
+/// gets everything; the endpoint is checked against the egress policy
+/// (a private or metadata address, a name resolving to loopback, are
+/// refused); the headers' values are never shown; removing it stops it.
+#[tokio::test]
+async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
+    use serde_json::json;
+    let operator = Collector::start().await;
+    let (alpha_collector, beta_collector) = (Collector::start().await, Collector::start().await);
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = operator.endpoint();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("WASMKEEP_TELEMETRY__TENANT_EXPORT", "true"),
+        // The test's collectors are on loopback: the operator lets tenants
+        // name that address (and only that one).
+        ("WASMKEEP_TELEMETRY__TENANT_EXPORT_HOSTS", "[\"127.0.0.1\"]"),
+    ];
+    let s = Serve::start_with(data.path(), &["--metrics-listen", "127.0.0.1:0"], &env);
+    let (alpha, beta) = (signup(&s, "alpha").await, signup(&s, "beta").await);
+    common::deploy(&s, &alpha, "p").await;
+    common::deploy(&s, &beta, "p").await;
+
+    // Refused endpoints, each with one line saying why.
+    for (body, why) in [
+        (json!({"endpoint": "http://169.254.169.254/"}), "not a public address"),
+        (json!({"endpoint": "http://10.1.2.3:4318"}), "not a public address"),
+        (json!({"endpoint": "http://localhost:4318"}), "resolves to no public address"),
+        (json!({"endpoint": "ftp://127.0.0.1"}), "scheme"),
+        (json!({"endpoint": alpha_collector.endpoint(), "headers": {"host": "x"}}), "own"),
+        (json!({"endpoint": alpha_collector.endpoint(), "extra": 1}), "unknown field"),
+    ] {
+        let (status, answer) = s.api("PUT", "/v1/telemetry", Some(&alpha), Some(body.clone())).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(why) && !error.contains('\n'), "{body}: {error}");
+    }
+    assert_eq!(s.api("GET", "/v1/telemetry", Some(&alpha), None).await.0, 404);
+
+    let set = |token: String, collector: String, secret: &'static str| {
+        let s = &s;
+        async move {
+            let body = json!({"endpoint": collector, "headers": {"authorization": format!("Bearer {secret}")}});
+            s.api("PUT", "/v1/telemetry", Some(&token), Some(body)).await
+        }
+    };
+    let (status, shown) = set(alpha.clone(), alpha_collector.endpoint(), "alpha-secret").await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["headers"], json!(["authorization"]));
+    assert!(!shown.to_string().contains("alpha-secret"), "{shown}");
+    assert_eq!(set(beta.clone(), beta_collector.endpoint(), "beta-secret").await.0, 200);
+    let (status, shown) = s.api("GET", "/v1/telemetry", Some(&alpha), None).await;
+    assert_eq!((status, shown["endpoint"].as_str()), (200, Some(alpha_collector.endpoint().as_str())));
+    assert!(!shown.to_string().contains("alpha-secret"));
+
+    let (alpha_trace, beta_trace) = ("9af92f3577b34da6a3ce929d0e0e4731", "9bf92f3577b34da6a3ce929d0e0e4732");
+    let client = reqwest::Client::new();
+    for (host, trace) in [("p.alpha.localhost", alpha_trace), ("p.beta.localhost", beta_trace)] {
+        let answer = client
+            .get(format!("http://{}/actor/probe/a/count", s.public))
+            .header("host", host)
+            .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 200);
+    }
+    let has_event = |s: &[Span]| s.iter().any(|s| s.name == "actor.event");
+    let alphas = alpha_collector.trace(alpha_trace, has_event).await;
+    assert!(has_event(&alphas), "alpha's endpoint got its event: {alphas:#?}");
+    assert!(alphas.iter().any(|s| s.name == "storage.commit"), "and its commit: {alphas:#?}");
+    let betas = beta_collector.trace(beta_trace, has_event).await;
+    assert!(has_event(&betas), "{betas:#?}");
+    // The operator's export gets both; each tenant's gets its own only.
+    assert!(has_event(&operator.trace(alpha_trace, has_event).await));
+    assert!(has_event(&operator.trace(beta_trace, has_event).await));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    for span in alpha_collector.spans() {
+        assert_eq!(span.attr("wasmkeep.tenant"), Some("alpha"), "{span:?}");
+    }
+    for span in beta_collector.spans() {
+        assert_eq!(span.attr("wasmkeep.tenant"), Some("beta"), "{span:?}");
+    }
+    assert!(alpha_collector.authorizations.lock().unwrap().iter().all(|a| a == "Bearer alpha-secret"));
+    assert!(!alpha_collector.authorizations.lock().unwrap().is_empty());
+    assert!(beta_collector.authorizations.lock().unwrap().iter().all(|a| a == "Bearer beta-secret"));
+    let (_, shown) = s.api("GET", "/v1/telemetry", Some(&alpha), None).await;
+    assert!(shown["spans"]["exported"].as_u64().unwrap() >= 2, "{shown}");
+    assert!(s.metric("wasmkeep_tenant_spans_exported_total{tenant=\"alpha\"} ").await >= 2.0);
+
+    // Removed: alpha's next spans go only to the operator's export.
+    assert_eq!(s.api("DELETE", "/v1/telemetry", Some(&alpha), None).await.0, 204);
+    assert_eq!(s.api("DELETE", "/v1/telemetry", Some(&alpha), None).await.0, 404);
+    let before = alpha_collector.spans().len();
+    let later = "9cf92f3577b34da6a3ce929d0e0e4733";
+    let answer = client
+        .get(format!("http://{}/actor/probe/a/count", s.public))
+        .header("host", "p.alpha.localhost")
+        .header("traceparent", format!("00-{later}-{CLIENT_SPAN}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert!(has_event(&operator.trace(later, has_event).await));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(alpha_collector.spans().len(), before, "nothing after the removal");
+    // A read token cannot set one.
+    let (status, token) = s.api("POST", "/v1/tokens", Some(&beta), Some(json!({"scope": "read"}))).await;
+    assert_eq!(status, 201, "{token}");
+    let read = token["token"].as_str().unwrap().to_owned();
+    assert_eq!(set(read, beta_collector.endpoint(), "x").await.0, 403);
+}

@@ -165,6 +165,16 @@ pub async fn tenants_and_tokens(s: &dyn Store) {
     let acme = s.tenant("acme").await.unwrap().unwrap();
     assert_eq!((acme.plan.as_str(), acme.suspended), ("pro", true));
     assert_eq!(s.tenants().await.unwrap().len(), 2);
+    // A tenant's own export, sealed: set, replaced, removed; none for
+    // a tenant that does not exist.
+    assert!(s.telemetry().await.unwrap().is_empty());
+    assert!(s.set_telemetry("acme", Some(b"sealed-1")).await.unwrap());
+    assert!(s.set_telemetry("acme", Some(b"sealed-2")).await.unwrap());
+    assert!(!s.set_telemetry("nobody", Some(b"x")).await.unwrap());
+    let all = s.telemetry().await.unwrap();
+    assert_eq!(all.into_iter().collect::<Vec<_>>(), [("acme".to_owned(), b"sealed-2".to_vec())]);
+    assert!(s.set_telemetry("acme", None).await.unwrap());
+    assert!(s.telemetry().await.unwrap().is_empty());
 
     s.add_token(&token("t4", Some("acme"), "h4")).await.unwrap();
     s.add_token(&token("op", None, "h5")).await.unwrap();

@@ -383,6 +383,12 @@ pub trait TenantStore: Send + Sync + 'static {
     async fn set_plan(&self, id: &str, plan: &str) -> Result<bool, StoreError>;
     /// Answers false when there is no such tenant.
     async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError>;
+    /// Sets (or, with `None`, removes) the tenant's own trace export, sealed
+    /// by the caller (its headers hold credentials). Answers false when
+    /// there is no such tenant.
+    async fn set_telemetry(&self, id: &str, sealed: Option<&[u8]>) -> Result<bool, StoreError>;
+    /// Every tenant's trace export, sealed, by tenant.
+    async fn telemetry(&self) -> Result<BTreeMap<String, Vec<u8>>, StoreError>;
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError>;
     async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
     /// The tenant's tokens (`None`: the operator's), oldest first.
@@ -536,6 +542,11 @@ impl ValueSeal for ValueKey {
     fn open(&self, context: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
         ValueKey::open(self, context, sealed).ok()
     }
+}
+
+/// The context a tenant's trace export is sealed under: its tenant.
+pub fn telemetry_context(tenant: &str) -> Vec<u8> {
+    seal::context(&[b"wasmkeep tenant telemetry", tenant.as_bytes()])
 }
 
 /// The context an app's value is sealed under: its app and its name.

@@ -93,6 +93,10 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX actors_by_owner ON actors (owner, app, class, name);
 ",
+    // 3: each tenant's own trace export, sealed.
+    "
+    ALTER TABLE tenants ADD COLUMN telemetry BYTEA;
+",
 ];
 
 /// How many times a transaction is tried when the engine asks for a retry.
@@ -953,6 +957,19 @@ impl TenantStore for PostgresStore {
     async fn set_suspended(&self, id: &str, suspended: bool) -> Result<bool, StoreError> {
         run!(self, |c| {
             Ok(c.execute("UPDATE tenants SET suspended = $2 WHERE id = $1", &[&id, &suspended]).await? == 1)
+        })
+    }
+
+    async fn set_telemetry(&self, id: &str, sealed: Option<&[u8]>) -> Result<bool, StoreError> {
+        run!(self, |c| {
+            Ok(c.execute("UPDATE tenants SET telemetry = $2 WHERE id = $1", &[&id, &sealed]).await? == 1)
+        })
+    }
+
+    async fn telemetry(&self) -> Result<BTreeMap<String, Vec<u8>>, StoreError> {
+        run!(self, |c| {
+            let rows = c.query("SELECT id, telemetry FROM tenants WHERE telemetry IS NOT NULL", &[]).await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }
 

@@ -104,6 +104,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE nodes (id TEXT PRIMARY KEY, record TEXT NOT NULL, sent_ms INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX actors_by_owner ON actors (owner, app, class, name);
     ",
+    // 5: each tenant's own trace export, sealed.
+    "
+    ALTER TABLE tenants ADD COLUMN telemetry BLOB;
+    ",
 ];
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -868,6 +872,19 @@ impl TenantStore for SqliteStore {
         let n = self.conn().execute("UPDATE tenants SET suspended = ?2 WHERE id = ?1", params![id, suspended])?;
         self.settle().await?;
         Ok(n == 1)
+    }
+
+    async fn set_telemetry(&self, id: &str, sealed: Option<&[u8]>) -> Result<bool, StoreError> {
+        let n = self.conn().execute("UPDATE tenants SET telemetry = ?2 WHERE id = ?1", params![id, sealed])?;
+        self.settle().await?;
+        Ok(n == 1)
+    }
+
+    async fn telemetry(&self) -> Result<BTreeMap<String, Vec<u8>>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id, telemetry FROM tenants WHERE telemetry IS NOT NULL")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {

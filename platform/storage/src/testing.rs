@@ -387,6 +387,14 @@ impl<S: ?Sized + TenantStore> TenantStore for FaultyStore<S> {
         self.inner.set_suspended(id, suspended).await
     }
 
+    async fn set_telemetry(&self, id: &str, sealed: Option<&[u8]>) -> Result<bool, StoreError> {
+        self.inner.set_telemetry(id, sealed).await
+    }
+
+    async fn telemetry(&self) -> Result<std::collections::BTreeMap<String, Vec<u8>>, StoreError> {
+        self.inner.telemetry().await
+    }
+
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
         self.inner.add_token(token).await
     }

@@ -14,6 +14,7 @@ mod exposition;
 pub mod logs;
 mod metrics;
 mod server;
+pub mod tenant_export;
 pub mod traces;
 
 pub use exposition::{CONTENT_TYPE, Exposition, Labels};

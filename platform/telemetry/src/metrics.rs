@@ -152,6 +152,7 @@ pub struct Metrics {
     /// Events run, by tenant, app and outcome (`ok` or the error's name).
     events: Family<Labels, Counter>,
     event_seconds: Histograms,
+    queue_wait: Histograms,
     admission_wait: Histograms,
     guest_cpu: Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>,
     requests: Family<Labels, Counter>,
@@ -176,6 +177,7 @@ impl Metrics {
             events: self.events.clone(),
             events_ok: self.events.get_or_create(&ok).clone(),
             event_seconds: self.event_seconds.get_or_create(&labels).clone(),
+            queue_wait: self.queue_wait.get_or_create(&labels).clone(),
             admission_wait: self.admission_wait.get_or_create(&labels).clone(),
             guest_cpu: self.guest_cpu.get_or_create(&labels).clone(),
             requests: self.requests.get_or_create(&labels).clone(),
@@ -190,7 +192,7 @@ impl Metrics {
         for family in [&self.requests, &self.wakes, &self.hibernations] {
             family.remove(&labels);
         }
-        for family in [&self.event_seconds, &self.admission_wait] {
+        for family in [&self.event_seconds, &self.queue_wait, &self.admission_wait] {
             family.remove(&labels);
         }
         self.guest_cpu.remove(&labels);
@@ -209,6 +211,7 @@ pub struct AppMetrics {
     events: Family<Labels, Counter>,
     events_ok: Counter,
     event_seconds: Histogram,
+    queue_wait: Histogram,
     admission_wait: Histogram,
     guest_cpu: Counter<f64, std::sync::atomic::AtomicU64>,
     requests: Counter,
@@ -235,6 +238,12 @@ impl AppMetrics {
         let mut labels = self.labels.clone();
         labels.push(("outcome", outcome.to_owned()));
         self.events.get_or_create(&labels).inc();
+    }
+
+    /// How long an event waited in its actor's queue: the queue's age
+    /// when the event left it.
+    pub fn queued(&self, seconds: f64) {
+        self.queue_wait.observe(seconds);
     }
 
     /// How long an event waited for admission (a pool instance, a slot).
@@ -302,6 +311,7 @@ impl Default for Metrics {
             ),
             events: Family::default(),
             event_seconds: Family::new_with_constructor(seconds_buckets),
+            queue_wait: Family::new_with_constructor(seconds_buckets),
             admission_wait: Family::new_with_constructor(seconds_buckets),
             guest_cpu: Family::default(),
             requests: Family::default(),
@@ -334,6 +344,11 @@ impl Source for Metrics {
             "wasmkeep_event_duration_seconds",
             "Wall time of actor events, by tenant and app.",
             self.event_seconds.clone(),
+        );
+        out.register(
+            "wasmkeep_queue_wait_seconds",
+            "Time events waited in their actor's queue before they were taken, by tenant and app.",
+            self.queue_wait.clone(),
         );
         out.register(
             "wasmkeep_admission_wait_seconds",

@@ -12,6 +12,7 @@
 //! carried through unchanged.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry::propagation::TextMapPropagator;
@@ -23,6 +24,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
 use wasmkeep_core::TraceContext;
+
+use crate::tenant_export::{TenantExports, TenantSpans};
 
 /// The target of every span of the request path.
 pub const TARGET: &str = "wasmkeep::trace";
@@ -76,13 +79,47 @@ pub fn endpoint(settings: &TraceSettings) -> Option<String> {
 }
 
 impl Tracing {
-    /// Starts the export `settings` name, and the layer that feeds it the
-    /// request path's spans; `None` when no endpoint is configured.
-    pub fn start<S>(settings: &TraceSettings) -> Result<Option<(Self, impl Layer<S>)>, String>
+    /// Starts the export `settings` name (the operator's) and `tenants`'
+    /// (each tenant's own), and the layer that feeds them the request
+    /// path's spans; `None` when neither is configured.
+    pub fn start<S>(
+        settings: &TraceSettings,
+        tenants: Option<Arc<TenantExports>>,
+    ) -> Result<Option<(Self, impl Layer<S>)>, String>
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
-        let Some(endpoint) = endpoint(settings) else { return Ok(None) };
+        let endpoint = endpoint(settings);
+        if endpoint.is_none() && tenants.is_none() {
+            return Ok(None);
+        }
+        let mut resource = Resource::builder();
+        let name = settings.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME"));
+        resource = resource.with_service_name(name.unwrap_or_else(|| "wasmkeep".into()));
+        if let Some(node) = &settings.instance {
+            resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", node.clone()));
+        }
+        let mut provider = SdkTracerProvider::builder().with_resource(resource.build());
+        if let Some(endpoint) = endpoint {
+            provider = provider.with_batch_exporter(Self::exporter(settings, endpoint)?);
+        }
+        if let Some(tenants) = tenants {
+            provider = provider.with_span_processor(TenantSpans(tenants));
+        }
+        let provider = provider.build();
+        let tracer = provider.tracer("wasmkeep");
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
+            .with_target(false)
+            .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
+        Ok(Some((Self { provider }, layer)))
+    }
+
+    /// The operator's OTLP exporter, to `endpoint`.
+    fn exporter(settings: &TraceSettings, endpoint: String) -> Result<opentelemetry_otlp::SpanExporter, String> {
         let protocol = settings
             .protocol
             .clone()
@@ -93,29 +130,12 @@ impl Tracing {
             return Err(format!("OTLP protocol {protocol:?}: only http/protobuf is built in"));
         }
         use opentelemetry_otlp::WithExportConfig;
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
+        opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
             .with_endpoint(endpoint.clone())
             .build()
-            .map_err(|e| format!("the OTLP exporter for {endpoint}: {e}"))?;
-        let mut resource = Resource::builder();
-        let name = settings.service_name.clone().or_else(|| env("OTEL_SERVICE_NAME"));
-        resource = resource.with_service_name(name.unwrap_or_else(|| "wasmkeep".into()));
-        if let Some(node) = &settings.instance {
-            resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", node.clone()));
-        }
-        let provider =
-            SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
-        let tracer = provider.tracer("wasmkeep");
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_tracked_inactivity(false)
-            .with_threads(false)
-            .with_location(false)
-            .with_target(false)
-            .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
-        Ok(Some((Self { provider }, layer)))
+            .map_err(|e| format!("the OTLP exporter for {endpoint}: {e}"))
     }
 }
 

@@ -9,6 +9,7 @@ mod auth;
 mod error;
 pub mod limits;
 mod logs;
+mod telemetry;
 mod tenants;
 mod tokens;
 pub mod usage;
@@ -69,6 +70,8 @@ pub struct Service {
     pub drain: Arc<tokio::sync::Notify>,
     /// True once the node stops: a log tail ends then.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Tenants' own trace exports, if the operator lets them have them.
+    pub exports: Option<Arc<wasmkeep_telemetry::tenant_export::TenantExports>>,
 }
 
 /// The bytes of one value.
@@ -104,6 +107,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/v1/apps/{app}/actors/{class}/{name}"),
     ("GET", "/v1/apps/{app}/logs"),
     ("GET", "/v1/usage"),
+    ("PUT", "/v1/telemetry"),
+    ("GET", "/v1/telemetry"),
+    ("DELETE", "/v1/telemetry"),
 ];
 
 /// The handler of one route of `ROUTES`.
@@ -134,6 +140,9 @@ fn endpoint(method: &str, path: &str) -> MethodRouter<Arc<Service>> {
         ("DELETE", "/v1/apps/{app}/actors/{class}/{name}") => delete(actors::delete),
         ("GET", "/v1/apps/{app}/logs") => get(logs::tail),
         ("GET", "/v1/usage") => get(usage::usage),
+        ("PUT", "/v1/telemetry") => put(telemetry::set),
+        ("GET", "/v1/telemetry") => get(telemetry::show),
+        ("DELETE", "/v1/telemetry") => delete(telemetry::remove),
         _ => unreachable!("{method} {path} is in ROUTES without a handler"),
     }
 }

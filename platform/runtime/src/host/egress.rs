@@ -96,7 +96,7 @@ impl WasiHttpHooks for Egress {
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
         tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
-        let span = outbound_span(&mut request, &self.trace);
+        let span = outbound_span(&mut request, &self.app, &self.trace);
         if self.quota.as_ref().is_some_and(|q| !q.take()) {
             tracing::debug!(app = %self.app, "an outbound request over the plan's rate");
             traces::failed(&span, "quota");
@@ -122,7 +122,8 @@ impl WasiHttpHooks for Egress {
 /// event's; the request carries it on in `traceparent` (with tracing
 /// off, the event's own context, if it came with one). A guest's own
 /// `traceparent` and `tracestate` are replaced.
-fn outbound_span(request: &mut http::Request<WasiBody>, trace: &TraceContext) -> tracing::Span {
+fn outbound_span(request: &mut http::Request<WasiBody>, app: &str, trace: &TraceContext) -> tracing::Span {
+    let (tenant, app) = app.split_once('/').unwrap_or(("", app));
     let span = tracing::info_span!(
         target: TARGET,
         parent: None,
@@ -133,6 +134,8 @@ fn outbound_span(request: &mut http::Request<WasiBody>, trace: &TraceContext) ->
         server.address = request.uri().host().unwrap_or(""),
         url.path = request.uri().path(),
         http.response.status_code = Empty,
+        wasmkeep.tenant = tenant,
+        wasmkeep.app = app,
     );
     traces::adopt(&span, trace);
     let carried = traces::carried(&span, trace);
