@@ -413,6 +413,8 @@ mod tests {
         out.push(&vec![b'x'; LINE_BYTES_MAX - 1]);
         out.push(b"yy");
         out.push(&vec![b'z'; 3 * LINE_BYTES_MAX]);
+        out.push(&vec![b'z'; 3 * LINE_BYTES_MAX]);
+        assert!(out.lock().lines[0].len() <= LINE_BYTES_MAX + 1, "the node holds no more of a line than it logs");
         out.push(b"z\nnext\n");
         let got = records(&out);
         assert_eq!(got.len(), 2, "{:?}", got.iter().map(|r| r.1.len()).collect::<Vec<_>>());
