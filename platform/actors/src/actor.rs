@@ -233,6 +233,9 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
 /// socket's, not the event's).
 fn event_span(envelope: &Envelope, kind: &EventKind, queued: Duration, admission: Duration) -> tracing::Span {
     let EventKind::Request { request, .. } = kind else { return tracing::Span::none() };
+    if !traces::sampled(&envelope.trace) {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(
         target: TARGET,
         parent: None,

@@ -105,15 +105,19 @@ pub(crate) async fn call_many<S: CallSide>(
     let deadline = side.deadline(now);
     let caller = side.caller();
     // One span for the batch, its entries' spans its children.
-    let batch = tracing::info_span!(
-        target: TARGET,
-        parent: None,
-        "actors.call-many",
-        otel.kind = "client",
-        wasmkeep.tenant = side.app().tenant.as_str(),
-        wasmkeep.app = side.app().name.as_str(),
-        wasmkeep.calls = n,
-    );
+    let batch = if traces::sampled(side.trace()) {
+        tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "actors.call-many",
+            otel.kind = "client",
+            wasmkeep.tenant = side.app().tenant.as_str(),
+            wasmkeep.app = side.app().name.as_str(),
+            wasmkeep.calls = n,
+        )
+    } else {
+        tracing::Span::none()
+    };
     traces::adopt(&batch, side.trace());
     let entries_parent = traces::carried(&batch, side.trace());
     let mut results: Vec<Option<Result<Response, CallError>>> = (0..n).map(|_| None).collect();
@@ -202,18 +206,22 @@ impl Delivery {
         // The range is the host's: what the caller set of it goes.
         head::strip_pairs(&mut request.headers);
         let caller = side.caller();
-        let span = tracing::info_span!(
-            target: TARGET,
-            parent: None,
-            "actors.call",
-            otel.kind = "client",
-            wasmkeep.tenant = side.app().tenant.as_str(),
-            wasmkeep.app = side.app().name.as_str(),
-            wasmkeep.actor.class = callee.class.as_str(),
-            wasmkeep.actor.name = %callee.name,
-            http.request.method = request.method.as_str(),
-            http.response.status_code = Empty,
-        );
+        let span = if traces::sampled(parent) {
+            tracing::info_span!(
+                target: TARGET,
+                parent: None,
+                "actors.call",
+                otel.kind = "client",
+                wasmkeep.tenant = side.app().tenant.as_str(),
+                wasmkeep.app = side.app().name.as_str(),
+                wasmkeep.actor.class = callee.class.as_str(),
+                wasmkeep.actor.name = %callee.name,
+                http.request.method = request.method.as_str(),
+                http.response.status_code = Empty,
+            )
+        } else {
+            tracing::Span::none()
+        };
         traces::adopt(&span, parent);
         let envelope = Envelope {
             app: side.app().clone(),

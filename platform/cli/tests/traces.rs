@@ -112,6 +112,29 @@ async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
     }
     // Every span of the request is in the client's trace: nothing else.
     assert_eq!(spans.len(), 9 + commits.len(), "{spans:#?}");
+
+    // A client's trace that is not sampled: no span of it is sent (nor
+    // made past the edge's, which took the decision).
+    let unsampled = "6cf92f3577b34da6a3ce929d0e0e4735";
+    let page = client
+        .get(format!("http://{}/page/cy", s.public))
+        .header("host", "shop.alpha.localhost")
+        .header("traceparent", format!("00-{unsampled}-{CLIENT_SPAN}-00"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let after = "7cf92f3577b34da6a3ce929d0e0e4736";
+    let page = client
+        .get(format!("http://{}/page/cy", s.public))
+        .header("host", "shop.alpha.localhost")
+        .header("traceparent", format!("00-{after}-{CLIENT_SPAN}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    collector.trace(after, |spans| spans.iter().filter(|s| s.name == "actor.event").count() >= 3).await;
+    assert!(collector.spans().iter().all(|s| s.trace_id != unsampled), "an unsampled trace's spans were sent");
 }
 
 /// With `trust_traceparent = false`, a client's context is not taken: the

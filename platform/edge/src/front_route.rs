@@ -34,14 +34,18 @@ pub(crate) async fn handle(
     request_place: wasmkeep_actors::RequestPlace,
 ) -> Result<HttpResponse, Failure> {
     let node = &port.node;
-    let span = tracing::info_span!(
-        target: TARGET,
-        parent: None,
-        "front",
-        wasmkeep.tenant = app.tenant.as_str(),
-        wasmkeep.app = app.name.as_str(),
-        wasmkeep.front.outcome = Empty,
-    );
+    let span = if traces::sampled(&trace) {
+        tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "front",
+            wasmkeep.tenant = app.tenant.as_str(),
+            wasmkeep.app = app.name.as_str(),
+            wasmkeep.front.outcome = Empty,
+        )
+    } else {
+        tracing::Span::none()
+    };
     traces::adopt(&span, &trace);
     let trace = traces::carried(&span, &trace);
     let count = |outcome: &'static str| {

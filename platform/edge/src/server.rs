@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
-use tracing::Instrument;
 use wasmkeep_actors::Node;
 use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::handoff::is_websocket_upgrade;
@@ -99,7 +98,10 @@ impl PublicPort {
     pub(crate) async fn handle(&self, request: http::Request<Incoming>, client: IpAddr) -> HttpResponse {
         let _in_flight = InFlight::new(&self.in_flight);
         let (span, trace) = request_span::open(&request, self.trust_traceparent);
-        let answer = match self.route(request, client, &span, trace).instrument(span.clone()).await {
+        // Not entered: every span below names its parent, and entering the
+        // request's span at each poll of a front that yields often costs
+        // what a trace that is not sampled should not.
+        let answer = match self.route(request, client, &span, trace).await {
             Ok(answer) => answer,
             Err(failure) => {
                 request_span::failed(&span, &failure);

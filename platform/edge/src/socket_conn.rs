@@ -82,6 +82,9 @@ async fn send(ws: &mut Socket, message: Message) -> Result<(), ()> {
 /// upgrade's request or the front's hand-off. Its messages are counted
 /// on it, never spans of their own.
 pub(crate) fn socket_span(envelope: &wasmkeep_core::Envelope, path: &str) -> tracing::Span {
+    if !traces::sampled(&envelope.trace) {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(
         target: TARGET,
         parent: None,

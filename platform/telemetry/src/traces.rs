@@ -114,7 +114,9 @@ impl Tracing {
             .with_threads(false)
             .with_location(false)
             .with_target(false)
-            .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
+            // A static filter: every other call site (wasmtime's, hyper's)
+            // is never asked again, rather than asked at each span.
+            .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::TRACE));
         Ok(Some((Self { provider }, layer)))
     }
 
@@ -198,6 +200,22 @@ where
 {
     use tracing_subscriber::layer::SubscriberExt;
     tracing_subscriber::registry().with(spans).with(logs(directives, format, writer))
+}
+
+/// Whether the trace `trace` carries is one whose spans are recorded: it
+/// has no context (a span made for it starts a trace, and samples it), or
+/// its `traceparent` says sampled. A span of an unsampled trace is not
+/// made at all: the edge's span took the sampler's decision, and only it
+/// pays for a trace that goes nowhere.
+pub fn sampled(trace: &TraceContext) -> bool {
+    match &trace.parent {
+        None => true,
+        Some(parent) => parent
+            .rsplit('-')
+            .next()
+            .and_then(|flags| u8::from_str_radix(flags, 16).ok())
+            .is_some_and(|flags| flags & 1 == 1),
+    }
 }
 
 /// Makes `span` a child of the context `trace` carries, if it carries one
@@ -290,6 +308,16 @@ mod tests {
         let finished = exporter.get_finished_spans().unwrap();
         assert_eq!(finished.len(), 1);
         assert_eq!(finished[0].parent_span_id.to_string(), "00f067aa0ba902b7");
+    }
+
+    #[test]
+    fn a_trace_is_sampled_by_its_flags_or_when_it_starts() {
+        let with = |p: &str| TraceContext { parent: Some(p.into()), state: None };
+        assert!(sampled(&TraceContext::default()));
+        assert!(sampled(&with("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")));
+        assert!(sampled(&with("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03")));
+        assert!(!sampled(&with("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")));
+        assert!(!sampled(&with("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz")));
     }
 
     #[test]

@@ -124,19 +124,23 @@ impl WasiHttpHooks for Egress {
 /// `traceparent` and `tracestate` are replaced.
 fn outbound_span(request: &mut http::Request<WasiBody>, app: &str, trace: &TraceContext) -> tracing::Span {
     let (tenant, app) = app.split_once('/').unwrap_or(("", app));
-    let span = tracing::info_span!(
-        target: TARGET,
-        parent: None,
-        "http.client",
-        otel.name = %request.method(),
-        otel.kind = "client",
-        http.request.method = %request.method(),
-        server.address = request.uri().host().unwrap_or(""),
-        url.path = request.uri().path(),
-        http.response.status_code = Empty,
-        wasmkeep.tenant = tenant,
-        wasmkeep.app = app,
-    );
+    let span = if traces::sampled(trace) {
+        tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "http.client",
+            otel.name = %request.method(),
+            otel.kind = "client",
+            http.request.method = %request.method(),
+            server.address = request.uri().host().unwrap_or(""),
+            url.path = request.uri().path(),
+            http.response.status_code = Empty,
+            wasmkeep.tenant = tenant,
+            wasmkeep.app = app,
+        )
+    } else {
+        tracing::Span::none()
+    };
     traces::adopt(&span, trace);
     let carried = traces::carried(&span, trace);
     let headers = request.headers_mut();
