@@ -14,6 +14,37 @@ fn example(name: &str) -> String {
     repo().join("docs/examples").join(name).display().to_string()
 }
 
+/// `wasmkeep serve` exporting its traces to a receiver of the test's
+/// (`env` added to the export's variables), on data of its own.
+async fn traced(extra: &[&str], env: &[(&str, &str)]) -> (Collector, tempfile::TempDir, Serve) {
+    let collector = Collector::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = collector.endpoint();
+    let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    all.extend_from_slice(env);
+    let s = Serve::start_with(data.path(), extra, &all);
+    (collector, data, s)
+}
+
+/// A `GET` of `path` at `host` on `s`'s port, in the client's trace `trace`
+/// (sampled): its status.
+async fn get_traced(s: &Serve, host: &str, path: &str, trace: &str) -> u16 {
+    get_with_parent(s, host, path, &format!("00-{trace}-{CLIENT_SPAN}-01")).await
+}
+
+/// A `GET` with `traceparent` as given: its status.
+async fn get_with_parent(s: &Serve, host: &str, path: &str, traceparent: &str) -> u16 {
+    reqwest::Client::new()
+        .get(format!("http://{}{path}", s.public))
+        .header("host", host)
+        .header("traceparent", traceparent)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 fn one<'a>(spans: &'a [Span], what: &str, test: impl Fn(&Span) -> bool) -> &'a Span {
     let found: Vec<&Span> = spans.iter().filter(|s| test(s)).collect();
     assert_eq!(found.len(), 1, "{what}: {found:#?}\nof {spans:#?}");
@@ -26,24 +57,12 @@ fn one<'a>(spans: &'a [Span], what: &str, test: impl Fn(&Span) -> bool) -> &'a S
 /// trace, with their attributes.
 #[tokio::test]
 async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
-    let collector = Collector::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let endpoint = collector.endpoint();
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let s = Serve::start_with(data.path(), &[], &env);
+    let (collector, _data, s) = traced(&[], &[]).await;
     let token = signup(&s, "alpha").await;
     let login = tempfile::tempdir().unwrap();
     let (ok, _, err) = cli(&s, login.path(), &["deploy", &example("shop"), "--token", &token], None);
     assert!(ok, "{err}");
-    let client = reqwest::Client::new();
-    let page = client
-        .get(format!("http://{}/page/ann", s.public))
-        .header("host", "shop.alpha.localhost")
-        .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status().as_u16(), 200);
+    assert_eq!(get_traced(&s, "shop.alpha.localhost", "/page/ann", CLIENT_TRACE).await, 200);
     let spans =
         collector.trace(CLIENT_TRACE, |spans| spans.iter().filter(|s| s.name == "actor.event").count() >= 3).await;
 
@@ -85,14 +104,7 @@ async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
     // of the request in it. The shop's classes are internal: a client
     // never reaches them.
     let refused_trace = "5bf92f3577b34da6a3ce929d0e0e4737";
-    let refused = client
-        .get(format!("http://{}/actor/cart/ann/secret-path", s.public))
-        .header("host", "shop.alpha.localhost")
-        .header("traceparent", format!("00-{refused_trace}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status().as_u16(), 403);
+    assert_eq!(get_traced(&s, "shop.alpha.localhost", "/actor/cart/ann/secret-path", refused_trace).await, 403);
     let failed = collector.trace(refused_trace, |s| s.iter().any(|s| s.name == "GET")).await;
     let edge_failed = one(&failed, "the refused request's span", |s| s.name == "GET");
     assert_eq!(edge_failed.status, (2, "internal".to_owned()), "{failed:#?}");
@@ -116,23 +128,10 @@ async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
     // A client's trace that is not sampled: no span of it is sent (nor
     // made past the edge's, which took the decision).
     let unsampled = "6cf92f3577b34da6a3ce929d0e0e4735";
-    let page = client
-        .get(format!("http://{}/page/cy", s.public))
-        .header("host", "shop.alpha.localhost")
-        .header("traceparent", format!("00-{unsampled}-{CLIENT_SPAN}-00"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status().as_u16(), 200);
+    let unsampled_parent = format!("00-{unsampled}-{CLIENT_SPAN}-00");
+    assert_eq!(get_with_parent(&s, "shop.alpha.localhost", "/page/cy", &unsampled_parent).await, 200);
     let after = "7cf92f3577b34da6a3ce929d0e0e4736";
-    let page = client
-        .get(format!("http://{}/page/cy", s.public))
-        .header("host", "shop.alpha.localhost")
-        .header("traceparent", format!("00-{after}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status().as_u16(), 200);
+    assert_eq!(get_traced(&s, "shop.alpha.localhost", "/page/cy", after).await, 200);
     collector.trace(after, |spans| spans.iter().filter(|s| s.name == "actor.event").count() >= 3).await;
     assert!(collector.spans().iter().all(|s| s.trace_id != unsampled), "an unsampled trace's spans were sent");
 }
@@ -141,27 +140,12 @@ async fn the_shops_page_is_one_trace_from_the_edge_to_each_actor() {
 /// request starts a trace of its own, and the client's trace gets nothing.
 #[tokio::test]
 async fn a_node_that_does_not_trust_traceparent_starts_its_own_trace() {
-    let collector = Collector::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let endpoint = collector.endpoint();
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ("WASMKEEP_TELEMETRY__TRUST_TRACEPARENT", "false"),
-    ];
-    let s = Serve::start_with(data.path(), &[], &env);
+    let (collector, _data, s) = traced(&[], &[("WASMKEEP_TELEMETRY__TRUST_TRACEPARENT", "false")]).await;
     let token = signup(&s, "alpha").await;
     let login = tempfile::tempdir().unwrap();
     let (ok, _, err) = cli(&s, login.path(), &["deploy", &example("shop"), "--token", &token], None);
     assert!(ok, "{err}");
-    let page = reqwest::Client::new()
-        .get(format!("http://{}/page/bob", s.public))
-        .header("host", "shop.alpha.localhost")
-        .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status().as_u16(), 200);
+    assert_eq!(get_traced(&s, "shop.alpha.localhost", "/page/bob", CLIENT_TRACE).await, 200);
     let mut edge = None;
     for _ in 0..200 {
         let spans = collector.spans();
@@ -187,11 +171,7 @@ async fn a_node_that_does_not_trust_traceparent_starts_its_own_trace() {
 #[tokio::test]
 async fn an_outbound_request_is_a_client_span_of_its_event() {
     use serde_json::json;
-    let collector = Collector::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let endpoint = collector.endpoint();
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let s = Serve::start_with(data.path(), &[], &env);
+    let (collector, _data, s) = traced(&[], &[]).await;
     let token = signup(&s, "alpha").await;
     let bundle = json!({
         "manifest": {"classes": {"web": {"access": "open", "component": "web"}}},
@@ -203,14 +183,10 @@ async fn an_outbound_request_is_a_client_span_of_its_event() {
     assert_eq!(status, 201, "{text}");
     assert_eq!(s.api("POST", "/v1/apps/out/versions/1/activate", Some(&token), None).await.0, 200);
     let trace = "6bf92f3577b34da6a3ce929d0e0e4738";
-    let answer = reqwest::Client::new()
-        .get(format!("http://{}/actor/web/a/?url=http%3A%2F%2F127.0.0.1%3A9%2Fsecret", s.public))
-        .header("host", "out.alpha.localhost")
-        .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(
+        get_traced(&s, "out.alpha.localhost", "/actor/web/a/?url=http%3A%2F%2F127.0.0.1%3A9%2Fsecret", trace).await,
+        200
+    );
     let spans = collector.trace(trace, |s| s.iter().any(|s| s.kind == 3)).await;
     // Named by its method, as the HTTP conventions name a client's span.
     let outbound = one(&spans, "the outbound request's span", |s| s.kind == 3 && s.name == "GET");
@@ -231,11 +207,7 @@ async fn a_socket_is_one_span_with_its_messages_counted() {
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-    let collector = Collector::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let endpoint = collector.endpoint();
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let s = Serve::start_with(data.path(), &[], &env);
+    let (collector, _data, s) = traced(&[], &[]).await;
     let token = signup(&s, "alpha").await;
     let login = tempfile::tempdir().unwrap();
     let (ok, _, err) = cli(&s, login.path(), &["deploy", &example("chat"), "--token", &token], None);
@@ -321,14 +293,11 @@ async fn records_until(
 /// guest over its rate loses lines, counted.
 #[tokio::test]
 async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
-    let collector = Collector::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let limits = data.path().join("limits.toml");
-    std::fs::write(&limits, "log_lines_per_actor_per_second = 8\n").unwrap();
-    let endpoint = collector.endpoint();
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
-    let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
-    let s = Serve::start_with(data.path(), &extra, &env);
+    let limits = tempfile::tempdir().unwrap();
+    let file = limits.path().join("limits.toml");
+    std::fs::write(&file, "log_lines_per_actor_per_second = 8\n").unwrap();
+    let extra = ["--limits", file.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
+    let (collector, _data, s) = traced(&extra, &[]).await;
     let (alpha, beta) = (signup(&s, "alpha").await, signup(&s, "beta").await);
     common::deploy(&s, &alpha, "p").await;
     common::deploy(&s, &beta, "p").await;
@@ -343,14 +312,10 @@ async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
     let mut only_b = follow(&alpha, "&class=probe&name=b").await.unwrap();
 
     let trace = "8bf92f3577b34da6a3ce929d0e0e4730";
-    let printed = client
-        .get(format!("http://{}/actor/probe/a/print?text=hello&err=oops&tail=unfinished", s.public))
-        .header("host", "p.alpha.localhost")
-        .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(printed.status().as_u16(), 200);
+    assert_eq!(
+        get_traced(&s, "p.alpha.localhost", "/actor/probe/a/print?text=hello&err=oops&tail=unfinished", trace).await,
+        200
+    );
     let mut got = Vec::new();
     records_until(&mut alpha_tail, &mut got, |r| r.len() >= 3).await;
     let lines: Vec<(&str, &str)> =
@@ -436,19 +401,14 @@ async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
 #[tokio::test]
 async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     use serde_json::json;
-    let operator = Collector::start().await;
     let (alpha_collector, beta_collector) = (Collector::start().await, Collector::start().await);
-    let data = tempfile::tempdir().unwrap();
-    let endpoint = operator.endpoint();
     let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ("WASMKEEP_TELEMETRY__TENANT_EXPORT", "true"),
         // The test's collectors are on loopback: the operator lets tenants
         // name that address (and only that one).
         ("WASMKEEP_TELEMETRY__TENANT_EXPORT_HOSTS", "[\"127.0.0.1\"]"),
     ];
-    let s = Serve::start_with(data.path(), &["--metrics-listen", "127.0.0.1:0"], &env);
+    let (operator, _data, s) = traced(&["--metrics-listen", "127.0.0.1:0"], &env).await;
     let (alpha, beta) = (signup(&s, "alpha").await, signup(&s, "beta").await);
     common::deploy(&s, &alpha, "p").await;
     common::deploy(&s, &beta, "p").await;
@@ -486,16 +446,8 @@ async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     assert!(!shown.to_string().contains("alpha-secret"));
 
     let (alpha_trace, beta_trace) = ("9af92f3577b34da6a3ce929d0e0e4731", "9bf92f3577b34da6a3ce929d0e0e4732");
-    let client = reqwest::Client::new();
     for (host, trace) in [("p.alpha.localhost", alpha_trace), ("p.beta.localhost", beta_trace)] {
-        let answer = client
-            .get(format!("http://{}/actor/probe/a/count", s.public))
-            .header("host", host)
-            .header("traceparent", format!("00-{trace}-{CLIENT_SPAN}-01"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status().as_u16(), 200);
+        assert_eq!(get_traced(&s, host, "/actor/probe/a/count", trace).await, 200);
     }
     let has_event = |s: &[Span]| s.iter().any(|s| s.name == "actor.event");
     let alphas = alpha_collector.trace(alpha_trace, has_event).await;
@@ -525,14 +477,7 @@ async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     assert_eq!(s.api("DELETE", "/v1/telemetry", Some(&alpha), None).await.0, 404);
     let before = alpha_collector.spans().len();
     let later = "9cf92f3577b34da6a3ce929d0e0e4733";
-    let answer = client
-        .get(format!("http://{}/actor/probe/a/count", s.public))
-        .header("host", "p.alpha.localhost")
-        .header("traceparent", format!("00-{later}-{CLIENT_SPAN}-01"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(get_traced(&s, "p.alpha.localhost", "/actor/probe/a/count", later).await, 200);
     assert!(has_event(&operator.trace(later, has_event).await));
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(alpha_collector.spans().len(), before, "nothing after the removal");

@@ -28,8 +28,9 @@ fn days(year: i64, month: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The (year, month, day) of day `z` since 1970-01-01.
-fn civil(z: i64) -> (i64, u32, u32) {
+/// The (year, month, day) of day `z` since 1970-01-01 (UTC, the proleptic
+/// Gregorian calendar).
+pub fn civil(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
