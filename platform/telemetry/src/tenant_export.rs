@@ -478,6 +478,75 @@ mod tests {
         assert!(many.check().unwrap_err().contains("more than"));
     }
 
+    fn span_of(tenant: &str) -> SpanData {
+        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(1u128),
+                SpanId::from(1u64),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Server,
+            name: "GET".into(),
+            start_time: std::time::SystemTime::now(),
+            end_time: std::time::SystemTime::now(),
+            attributes: vec![opentelemetry::KeyValue::new("wasmkeep.tenant", tenant.to_owned())],
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        }
+    }
+
+    /// An endpoint that takes the connection and never answers: the
+    /// tenant's queue fills, the spans past it are dropped and counted,
+    /// and handing a span over never waits; another tenant is untouched.
+    #[tokio::test]
+    async fn a_stalled_endpoint_drops_spans_and_never_holds_the_caller() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut kept = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                kept.push(stream);
+            }
+        });
+        let policy =
+            ExportPolicy { egress: EgressPolicy::Public { allowed_hosts: None }, also: vec!["127.0.0.1".into()] };
+        let tls = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+        );
+        let exports = TenantExports::new(policy, tls);
+        exports.set("alpha", Some(settings(&format!("http://{addr}")))).unwrap();
+        let sent = QUEUE_SPANS + BATCH_SPANS + 1000;
+        for _ in 0..sent {
+            exports.route(span_of("alpha"));
+            exports.route(span_of("beta"));
+            exports.route(span_of(""));
+        }
+        let counts = exports.counts("alpha");
+        assert!(counts.dropped >= (sent - QUEUE_SPANS - BATCH_SPANS) as u64, "{counts:?}");
+        assert_eq!(counts.exported, 0);
+        assert_eq!(exports.counts("beta"), ExportCounts::default(), "a tenant with no export has none");
+        let mut out = Exposition::default();
+        exports.collect(&mut out);
+        let text = out.finish();
+        assert!(
+            text.contains(&format!("wasmkeep_tenant_spans_dropped_total{{tenant=\"alpha\"}} {}", counts.dropped)),
+            "{text}"
+        );
+        held.abort();
+    }
+
     #[test]
     fn the_policy_refuses_private_and_metadata_addresses_unless_the_operator_allows_the_host() {
         let policy = ExportPolicy { egress: EgressPolicy::Public { allowed_hosts: None }, also: vec![] };
