@@ -115,8 +115,11 @@ impl Tracing {
             .with_location(false)
             .with_target(false)
             // A static filter: every other call site (wasmtime's, hyper's)
-            // is never asked again, rather than asked at each span.
-            .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::TRACE));
+            // is never asked again, rather than asked at each span; and at
+            // the spans' level, so the subscriber's most verbose level
+            // stays the log output's (`log` records below it, which
+            // dependencies write in hot paths, stop at `log`'s own check).
+            .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO));
         Ok(Some((Self { provider }, layer)))
     }
 
