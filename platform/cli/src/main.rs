@@ -97,28 +97,31 @@ fn main() -> ExitCode {
     // Traces are a server's: `serve` reads where they go from its
     // configuration, `dev` from the standard variables.
     use wasmkeep_telemetry::traces::{LogFormat, TraceSettings};
-    let (traces, format) = match &cli.command {
-        Command::Serve(args) => match serve_config::ServeConfig::load(args) {
-            Ok(cfg) => (Some(cfg.telemetry.traces(cfg.cluster.node_id.as_deref())), cfg.telemetry.log_format),
-            // The configuration's error is told by `serve` itself.
-            Err(_) => (None, LogFormat::Text),
-        },
-        Command::Dev(_) => (Some(TraceSettings::default()), LogFormat::Text),
+    // The configuration is read once here for what must start before the
+    // runtime; an error in it is told by `serve` itself.
+    let serving = match &cli.command {
+        Command::Serve(args) => serve_config::ServeConfig::load(args).ok(),
+        _ => None,
+    };
+    let (traces, format) = match (&cli.command, &serving) {
+        (Command::Serve(_), Some(cfg)) => {
+            (Some(cfg.telemetry.traces(cfg.cluster.node_id.as_deref())), cfg.telemetry.log_format)
+        }
+        (Command::Dev(_), _) => (Some(TraceSettings::default()), LogFormat::Text),
         _ => (None, LogFormat::Text),
     };
-    let tenants = match &cli.command {
-        Command::Serve(args) => match serve_config::ServeConfig::load(args).map(|cfg| {
+    let tenants = match &serving {
+        Some(cfg) => {
             let roots = cfg.egress_roots.as_ref().map(std::fs::read).transpose().unwrap_or_default();
-            cfg.telemetry.tenant_exports(&roots.unwrap_or_default())
-        }) {
-            Ok(Ok(exports)) => exports,
-            Ok(Err(e)) => {
-                eprintln!("error: [telemetry] tenant_export: {e}");
-                return ExitCode::FAILURE;
+            match cfg.telemetry.tenant_exports(&roots.unwrap_or_default()) {
+                Ok(exports) => exports,
+                Err(e) => {
+                    eprintln!("error: [telemetry] tenant_export: {e}");
+                    return ExitCode::FAILURE;
+                }
             }
-            Err(_) => None,
-        },
-        _ => None,
+        }
+        None => None,
     };
     let _tracing = match observe(traces, tenants.clone(), format) {
         Ok(tracing) => tracing,
