@@ -1,6 +1,7 @@
-//! An OTLP/HTTP receiver for tests: `POST /v1/traces` bodies decoded with
-//! the protocol's own definitions (`opentelemetry-proto`), every span kept
-//! for the test to look at.
+//! An OTLP/HTTP receiver for tests: `POST /v1/traces` and `/v1/logs`
+//! bodies decoded with the protocol's own definitions
+//! (`opentelemetry-proto`), every span and log record kept for the test to
+//! look at.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
 use prost::Message;
@@ -38,10 +40,36 @@ impl Span {
     }
 }
 
+/// One log record as the receiver got it.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub body: String,
+    /// `SEVERITY_NUMBER_*`: 9 info, 17 error.
+    pub severity: i32,
+    /// Empty when the record is in no trace.
+    pub trace_id: String,
+    pub span_id: String,
+    pub attributes: HashMap<String, String>,
+    pub service: String,
+}
+
+impl Record {
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).map(String::as_str)
+    }
+}
+
+/// What a receiver keeps.
+#[derive(Default)]
+struct Kept {
+    spans: Vec<Span>,
+    records: Vec<Record>,
+}
+
 /// A running receiver.
 pub struct Collector {
     pub addr: SocketAddr,
-    spans: Arc<Mutex<Vec<Span>>>,
+    kept: Arc<Mutex<Kept>>,
     /// Export requests received, and how many could not be decoded.
     pub requests: Arc<Mutex<(usize, usize)>>,
     /// The `authorization` header of each export request that had one.
@@ -66,14 +94,14 @@ impl Collector {
     pub async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
+        let kept: Arc<Mutex<Kept>> = Arc::default();
         let requests: Arc<Mutex<(usize, usize)>> = Arc::default();
         let authorizations: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (kept, counted, seen) = (spans.clone(), requests.clone(), authorizations.clone());
+        let (stored, counted, seen) = (kept.clone(), requests.clone(), authorizations.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { return };
-                let (kept, counted, seen) = (kept.clone(), counted.clone(), seen.clone());
+                let (kept, counted, seen) = (stored.clone(), counted.clone(), seen.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
                         let (kept, counted, seen) = (kept.clone(), counted.clone(), seen.clone());
@@ -83,12 +111,19 @@ impl Collector {
                                 seen.lock().unwrap().push(auth.to_owned());
                             }
                             let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                            let decoded = (path == "/v1/traces").then(|| ExportTraceServiceRequest::decode(body));
                             let mut count = counted.lock().unwrap();
                             count.0 += 1;
-                            match decoded {
-                                Some(Ok(request)) => kept.lock().unwrap().extend(spans_of(request)),
-                                _ => count.1 += 1,
+                            let decoded = match path.as_str() {
+                                "/v1/traces" => ExportTraceServiceRequest::decode(body)
+                                    .map(|r| kept.lock().unwrap().spans.extend(spans_of(r)))
+                                    .is_ok(),
+                                "/v1/logs" => ExportLogsServiceRequest::decode(body)
+                                    .map(|r| kept.lock().unwrap().records.extend(records_of(r)))
+                                    .is_ok(),
+                                _ => false,
+                            };
+                            if !decoded {
+                                count.1 += 1;
                             }
                             let mut answer = http::Response::new(Full::new(Bytes::new()));
                             answer.headers_mut().insert("content-type", "application/x-protobuf".parse().unwrap());
@@ -100,7 +135,7 @@ impl Collector {
                 });
             }
         });
-        Self { addr, spans, requests, authorizations }
+        Self { addr, kept, requests, authorizations }
     }
 
     /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
@@ -110,7 +145,26 @@ impl Collector {
 
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Span> {
-        self.spans.lock().unwrap().clone()
+        self.kept.lock().unwrap().spans.clone()
+    }
+
+    /// Every log record received so far.
+    pub fn records(&self) -> Vec<Record> {
+        self.kept.lock().unwrap().records.clone()
+    }
+
+    /// The log records received once `done` holds of them (within 20 s),
+    /// or what came by then.
+    pub async fn records_until(&self, done: impl Fn(&[Record]) -> bool) -> Vec<Record> {
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = self.records();
+            if done(&found) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        found
     }
 
     /// The spans of trace `trace_id` once `done` holds of them (within
@@ -152,6 +206,31 @@ fn spans_of(request: ExportTraceServiceRequest) -> Vec<Span> {
                     status: span.status.map(|s| (s.code, s.message)).unwrap_or_default(),
                     service: service.clone(),
                     instance: instance.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn records_of(request: ExportLogsServiceRequest) -> Vec<Record> {
+    let mut out = Vec::new();
+    for resource in request.resource_logs {
+        let service = resource
+            .resource
+            .as_ref()
+            .and_then(|r| r.attributes.iter().find(|a| a.key == "service.name"))
+            .map(|a| text(&a.value))
+            .unwrap_or_default();
+        for scope in resource.scope_logs {
+            for record in scope.log_records {
+                out.push(Record {
+                    body: text(&record.body),
+                    severity: record.severity_number,
+                    trace_id: hex(&record.trace_id),
+                    span_id: hex(&record.span_id),
+                    attributes: record.attributes.iter().map(|a| (a.key.clone(), text(&a.value))).collect(),
+                    service: service.clone(),
                 });
             }
         }

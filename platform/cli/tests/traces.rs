@@ -20,7 +20,11 @@ async fn traced(extra: &[&str], env: &[(&str, &str)]) -> (Collector, tempfile::T
     let collector = Collector::start().await;
     let data = tempfile::tempdir().unwrap();
     let endpoint = collector.endpoint();
-    let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")];
+    let mut all = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_BLRP_SCHEDULE_DELAY", "100"),
+    ];
     all.extend_from_slice(env);
     let s = Serve::start_with(data.path(), extra, &all);
     (collector, data, s)
@@ -330,6 +334,24 @@ async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
         assert_eq!(r["span_id"].as_str(), Some(event.span_id.as_str()), "the line's span is its event's");
     }
 
+    // The operator's collector gets them as OTLP log records, each in
+    // its event's trace, stderr as an error.
+    let records = collector.records_until(|r| r.iter().filter(|r| r.trace_id == trace).count() >= 3).await;
+    let mut in_trace: Vec<_> = records.iter().filter(|r| r.trace_id == trace).collect();
+    in_trace.sort_by_key(|r| r.body.clone());
+    let bodies: Vec<(&str, i32, Option<&str>)> =
+        in_trace.iter().map(|r| (r.body.as_str(), r.severity, r.attr("log.iostream"))).collect();
+    assert_eq!(
+        bodies,
+        [("hello 0", 9, Some("stdout")), ("oops", 17, Some("stderr")), ("unfinished", 9, Some("stdout"))]
+    );
+    for r in in_trace {
+        assert_eq!(r.span_id, event.span_id, "{r:?}");
+        assert_eq!((r.attr("wasmkeep.tenant"), r.attr("wasmkeep.app")), (Some("alpha"), Some("p")), "{r:?}");
+        assert_eq!((r.attr("wasmkeep.actor.class"), r.attr("wasmkeep.actor.name")), (Some("probe"), Some("a")));
+        assert_eq!(r.service, "wasmkeep");
+    }
+
     // Beta's app of the same name prints too: each tail has its own.
     let (status, _) = s.public("p.beta.localhost", "/actor/probe/a/print?text=beta-only").await;
     assert_eq!(status, 200);
@@ -361,6 +383,12 @@ async fn a_guests_lines_reach_its_tenants_tail_with_their_trace() {
     records_until(&mut alpha_tail, &mut after, |r| r.iter().any(|r| r["name"] == "d")).await;
     let next = after.iter().find(|r| r["name"] == "d").unwrap();
     assert_eq!((next["line"].as_str(), next["dropped_before"].as_u64()), (Some("after 0"), Some(12)));
+    let records = collector.records_until(|r| r.iter().any(|r| r.body == "after 0")).await;
+    let after = records.iter().find(|r| r.body == "after 0").expect("the record after the drops");
+    assert_eq!(after.attr("wasmkeep.log.dropped_before"), Some("12"), "{after:?}");
+    let long = records.iter().find(|r| r.attr("wasmkeep.actor.name") == Some("c")).expect("the long line's record");
+    assert_eq!((long.body.len(), long.attr("wasmkeep.log.truncated")), (16 * 1024, Some("true")));
+    assert!(!records.iter().any(|r| r.body.contains("trapped")), "the node's own lines are not guests' records");
 
     // Refusals: another tenant's app is no app; a bad filter is one line.
     let (status, _) = s.api_raw("GET", "/v1/apps/q/logs", Some(&beta), None).await;

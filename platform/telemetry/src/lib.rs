@@ -1,7 +1,8 @@
 //! The node's metrics, in the Prometheus text format, and the listener
 //! that serves them (`/metrics`, `/healthz`, `/readyz`); and its traces
 //! (`traces`: the request path's spans over OTLP); and guests' logs
-//! (`logs`: their lines as records, kept and tailed).
+//! (`logs`: their lines as records, kept and tailed; `log_export`: as
+//! OTLP logs).
 //!
 //! Metrics are `prometheus-client` families, encoded in the Prometheus
 //! text format. Their labels are closed sets of values or the node's own
@@ -11,6 +12,7 @@
 //! [`Source`].
 
 mod exposition;
+pub mod log_export;
 pub mod logs;
 mod metrics;
 mod server;

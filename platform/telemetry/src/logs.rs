@@ -19,6 +19,8 @@ use tokio::sync::broadcast;
 
 use crate::{Exposition, Source};
 
+/// The target of the events that carry guests' records.
+pub const TARGET: &str = "wasmkeep::guest";
 /// A line longer than this is cut (its record says so).
 pub const LINE_BYTES_MAX: usize = 16 * 1024;
 /// Records kept for a tail that starts (the node's last, of every app).
@@ -266,7 +268,7 @@ impl std::fmt::Debug for GuestLogs {
 /// `wasmkeep::guest`, its fields the record's.
 fn emit(r: &LogRecord) {
     tracing::info!(
-        target: "wasmkeep::guest",
+        target: TARGET,
         tenant = &*r.tenant,
         app = &*r.app,
         class = r.class.as_deref(),

@@ -25,6 +25,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
 use wasmkeep_core::TraceContext;
 
+use crate::log_export::LogExport;
 use crate::tenant_export::{TenantExports, TenantSpans};
 
 /// The target of every span of the request path.
@@ -48,21 +49,46 @@ pub struct TraceSettings {
     pub instance: Option<String>,
 }
 
-/// The running export: spans still queued are sent when it is dropped.
+/// The running exports: spans and records still queued are sent when it
+/// is dropped.
 pub struct Tracing {
-    provider: SdkTracerProvider,
+    provider: Option<SdkTracerProvider>,
+    logs: Option<LogExport>,
 }
 
 impl Drop for Tracing {
     fn drop(&mut self) {
-        if let Err(e) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
+        if let Some(provider) = &self.provider
+            && let Err(e) = provider.shutdown_with_timeout(Duration::from_secs(5))
+        {
             eprintln!("wasmkeep: the last spans could not be sent: {e}");
+        }
+        if let Some(logs) = &self.logs
+            && let Err(e) = logs.provider.shutdown_with_timeout(Duration::from_secs(5))
+        {
+            eprintln!("wasmkeep: the last guests' records could not be sent: {e}");
         }
     }
 }
 
-fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The OTLP protocol: the setting's, the signal's variable (`signal`),
+/// or `OTEL_EXPORTER_OTLP_PROTOCOL`'s; `http/protobuf` by default and the
+/// only one built in.
+pub(crate) fn protocol(settings: &TraceSettings, signal: &str) -> Result<opentelemetry_otlp::Protocol, String> {
+    let protocol = settings
+        .protocol
+        .clone()
+        .or_else(|| env(signal))
+        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .unwrap_or_else(|| "http/protobuf".into());
+    if protocol != "http/protobuf" {
+        return Err(format!("OTLP protocol {protocol:?}: only http/protobuf is built in"));
+    }
+    Ok(opentelemetry_otlp::Protocol::HttpBinary)
 }
 
 /// The traces endpoint: the setting's or the base variable's URL with
@@ -79,9 +105,9 @@ pub fn endpoint(settings: &TraceSettings) -> Option<String> {
 }
 
 impl Tracing {
-    /// Starts the export `settings` name (the operator's) and `tenants`'
-    /// (each tenant's own), and the layer that feeds them the request
-    /// path's spans; `None` when neither is configured.
+    /// Starts the exports `settings` name (the operator's spans and
+    /// guests' records) and `tenants`' (each tenant's own spans), and the
+    /// layer that feeds them; `None` when none is configured.
     pub fn start<S>(
         settings: &TraceSettings,
         tenants: Option<Arc<TenantExports>>,
@@ -90,7 +116,8 @@ impl Tracing {
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
         let endpoint = endpoint(settings);
-        if endpoint.is_none() && tenants.is_none() {
+        let logs_endpoint = crate::log_export::endpoint(settings);
+        if endpoint.is_none() && tenants.is_none() && logs_endpoint.is_none() {
             return Ok(None);
         }
         let mut resource = Resource::builder();
@@ -99,45 +126,53 @@ impl Tracing {
         if let Some(node) = &settings.instance {
             resource = resource.with_attribute(opentelemetry::KeyValue::new("service.instance.id", node.clone()));
         }
-        let mut provider = SdkTracerProvider::builder().with_resource(resource.build());
-        if let Some(endpoint) = endpoint {
-            provider = provider.with_batch_exporter(Self::exporter(settings, endpoint)?);
-        }
-        if let Some(tenants) = tenants {
-            provider = provider.with_span_processor(TenantSpans(tenants));
-        }
-        let provider = provider.build();
-        let tracer = provider.tracer("wasmkeep");
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_tracked_inactivity(false)
-            .with_threads(false)
-            .with_location(false)
-            .with_target(false)
-            // A static filter: every other call site (wasmtime's, hyper's)
-            // is never asked again, rather than asked at each span; and at
-            // the spans' level, so the subscriber's most verbose level
-            // stays the log output's (`log` records below it, which
-            // dependencies write in hot paths, stop at `log`'s own check).
-            .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO));
-        Ok(Some((Self { provider }, layer)))
+        let resource = resource.build();
+        let (logs, records) = match logs_endpoint {
+            Some(url) => {
+                let (logs, layer) = LogExport::start(settings, url, resource.clone())?;
+                (Some(logs), Some(layer))
+            }
+            None => (None, None),
+        };
+        // Records alone leave the request path's spans off.
+        let provider = match (endpoint, tenants) {
+            (None, None) => None,
+            (endpoint, tenants) => {
+                let mut provider = SdkTracerProvider::builder().with_resource(resource);
+                if let Some(endpoint) = endpoint {
+                    provider = provider.with_batch_exporter(Self::exporter(settings, endpoint)?);
+                }
+                if let Some(tenants) = tenants {
+                    provider = provider.with_span_processor(TenantSpans(tenants));
+                }
+                Some(provider.build())
+            }
+        };
+        let spans = provider.as_ref().map(|provider| {
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("wasmkeep"))
+                .with_tracked_inactivity(false)
+                .with_threads(false)
+                .with_location(false)
+                .with_target(false)
+                // A static filter: every other call site (wasmtime's,
+                // hyper's) is never asked again, rather than asked at each
+                // span; and at the spans' level, so the subscriber's most
+                // verbose level stays the log output's (`log` records below
+                // it, which dependencies write in hot paths, stop at
+                // `log`'s own check).
+                .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO))
+        });
+        Ok(Some((Self { provider, logs }, Layer::and_then(spans, records))))
     }
 
-    /// The operator's OTLP exporter, to `endpoint`.
+    /// The operator's OTLP span exporter, to `endpoint`.
     fn exporter(settings: &TraceSettings, endpoint: String) -> Result<opentelemetry_otlp::SpanExporter, String> {
-        let protocol = settings
-            .protocol
-            .clone()
-            .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
-            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-            .unwrap_or_else(|| "http/protobuf".into());
-        if protocol != "http/protobuf" {
-            return Err(format!("OTLP protocol {protocol:?}: only http/protobuf is built in"));
-        }
+        let protocol = protocol(settings, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")?;
         use opentelemetry_otlp::WithExportConfig;
         opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_protocol(protocol)
             .with_endpoint(endpoint.clone())
             .build()
             .map_err(|e| format!("the OTLP exporter for {endpoint}: {e}"))
