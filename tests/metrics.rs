@@ -156,6 +156,8 @@ async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
     assert_eq!(n.get("/actor/open/b/trap-after-write").await.status, 500);
     assert_eq!(n.get("/hello").await.status, 200);
+    // As `serve` does every few seconds.
+    n.node.measure_storage().await;
     let page = scrape(&n, &url).await;
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let documented = std::fs::read_to_string(repo.join("docs/observability.md")).unwrap();
@@ -175,6 +177,8 @@ async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
             // a refusal, a dropped line, an open socket.
             let later = [
                 "wasmkeep_peer_heartbeat_age_seconds",
+                "wasmkeep_cluster_call_seconds",
+                "wasmkeep_peer_rtt_seconds",
                 "wasmkeep_quota_refusals_total",
                 "wasmkeep_guest_log_lines_dropped_total",
                 "wasmkeep_open_sockets",
@@ -187,4 +191,60 @@ async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
         }
     }
     assert!(named > 20, "the files name the families: {named}");
+}
+
+/// What an app stores and its guests' outbound traffic, per tenant and
+/// app: the storage as the store counts it once a commit marked the app
+/// (the node asks off the request path), the egress as its guests send.
+#[tokio::test]
+async fn storage_and_egress_are_per_app() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let n = TestNode::start(test_limits(), spec).await;
+    let url = scrape_url(&n).await;
+    let sample = |text: &str, name: &str| -> Option<f64> {
+        let prefix = format!("{name}{{tenant=\"t\",app=\"app\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(prefix.as_str())?.parse().ok())
+    };
+    n.node.measure_storage().await;
+    let before = scrape(&n, &url).await;
+    assert_eq!(sample(&before, "wasmkeep_storage_bytes"), Some(0.0), "{before}");
+    assert_eq!(sample(&before, "wasmkeep_egress_requests_total"), Some(0.0));
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    assert_eq!(
+        sample(&scrape(&n, &url).await, "wasmkeep_storage_bytes"),
+        Some(0.0),
+        "measured off the request path, not at the commit"
+    );
+    n.node.measure_storage().await;
+    let stored = sample(&scrape(&n, &url).await, "wasmkeep_storage_bytes").unwrap();
+    assert!(stored > 0.0, "the counter's key and value: {stored}");
+
+    // An upstream of the test's: two fetches of five bytes each.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let Ok(k) = conn.read(&mut buf).await else { return };
+                    if k == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..k]);
+                }
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello";
+                let _ = conn.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    for _ in 0..2 {
+        let a = n.get(&format!("/fetch?url={}", wasmkeep_tests::enc(&upstream))).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let text = scrape(&n, &url).await;
+    assert_eq!(sample(&text, "wasmkeep_egress_requests_total"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "wasmkeep_egress_bytes_total"), Some(10.0), "{text}");
 }

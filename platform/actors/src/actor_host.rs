@@ -29,6 +29,8 @@ pub(crate) struct StorageGate {
     app: Arc<AppRef>,
     /// Each commit's time, for the node's metrics.
     commit_seconds: prometheus_client::metrics::histogram::Histogram,
+    /// What the app stores: a commit marks it changed.
+    stored: Arc<crate::usage::StoredBytes>,
     key: ActorKey,
     epoch: Epoch,
     batch: WriteBatch,
@@ -64,6 +66,7 @@ impl StorageGate {
         store: Arc<dyn Store>,
         app: Arc<AppRef>,
         commit_seconds: prometheus_client::metrics::histogram::Histogram,
+        stored: Arc<crate::usage::StoredBytes>,
         key: ActorKey,
         event: &EventContext,
     ) -> Self {
@@ -72,6 +75,7 @@ impl StorageGate {
             store,
             app,
             commit_seconds,
+            stored,
             key,
             epoch,
             batch: WriteBatch::default(),
@@ -130,6 +134,7 @@ impl StorageGate {
             wasmkeep_telemetry::traces::failed(&span, e.label());
         }
         let stored = committed?;
+        self.stored.changed();
         self.last_commit = self.store.mark();
         self.known = Some(stored);
         self.written_bytes = 0;
@@ -172,6 +177,7 @@ impl StorageGate {
         }
         if std::mem::take(&mut self.deleted) {
             self.store.delete_actor(&self.key, self.epoch).await?;
+            self.stored.changed();
             return Ok(Outcome::Deleted);
         }
         if !batch.is_empty() {
@@ -279,6 +285,7 @@ impl ActorEventHost {
                 node.store.clone(),
                 app.clone(),
                 node.metrics.store_commit_seconds.clone(),
+                node.app(key.app).map(|a| a.stored.clone()).unwrap_or_default(),
                 key.clone(),
                 &event,
             ),

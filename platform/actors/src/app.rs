@@ -52,6 +52,8 @@ pub struct App<A: ActorHost, F: GuestHost> {
     pub metrics: wasmkeep_telemetry::AppMetrics,
     /// Its guests' outbound requests and bytes, kept across egress changes.
     pub egress_counts: Arc<wasmkeep_runtime::EgressCounts>,
+    /// What its actors store.
+    pub stored: Arc<crate::usage::StoredBytes>,
     active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
@@ -70,6 +72,7 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
             egress: RwLock::new(egress.with_counts(egress_counts.clone())),
             egress_counts,
             usage: Default::default(),
+            stored: Default::default(),
             label,
             reference: Arc::new(reference),
             active: RwLock::new(None),
@@ -282,6 +285,11 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
     /// Every app's id.
     pub fn ids(&self) -> Vec<AppId> {
         self.by_id.keys().copied().collect()
+    }
+
+    /// Every app.
+    pub fn all(&self) -> Vec<Arc<App<A, F>>> {
+        self.by_id.values().cloned().collect()
     }
 
     pub fn remove(&mut self, id: AppId) {

@@ -603,6 +603,23 @@ impl Node {
         })
     }
 
+    /// Asks the store what each app stores, for the apps never measured
+    /// and those a commit on this node changed since the last time (called
+    /// now and then, off the request path; `wasmkeep_storage_bytes`).
+    pub async fn measure_storage(&self) {
+        let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner()).all();
+        for app in apps {
+            if !app.stored.take_stale() {
+                continue;
+            }
+            match self.0.store.app_bytes(app.reference.id).await {
+                Ok(bytes) => app.stored.measured(bytes),
+                // Asked again next time.
+                Err(_) => app.stored.changed(),
+            }
+        }
+    }
+
     /// Forgets idle actors' rate buckets (called now and then).
     pub fn forget_idle_rates(&self) {
         let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());

@@ -54,6 +54,37 @@ impl Source for Node {
             "WebSockets open on this node's actors, by tenant and app.",
             sockets.into_iter().filter_map(|(id, n)| Some((app_labels(names(id)?), n))),
         );
+        // Each app's stored bytes and outbound traffic, for the apps this
+        // node holds (a cluster's nodes all report the store's figure for
+        // storage: aggregate it with max, not sum).
+        let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner()).all();
+        let per_app = |value: &dyn Fn(&crate::App) -> Option<u64>| -> Vec<(Labels, u64)> {
+            let mut rows: Vec<(Labels, u64)> = apps
+                .iter()
+                .filter_map(|app| {
+                    let r = &app.reference;
+                    Some((app_labels((r.tenant.to_string(), r.name.to_string())), value(app)?))
+                })
+                .collect();
+            rows.sort();
+            rows
+        };
+        out.gauge(
+            "wasmkeep_storage_bytes",
+            "Bytes of keys and values an app's actors store, as the store last counted them (within seconds of a commit on this node), by tenant and app.",
+            per_app(&|app| app.stored.get()),
+        );
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        out.counter(
+            "wasmkeep_egress_requests_total",
+            "Outbound HTTP requests of an app's guests, by tenant and app.",
+            per_app(&|app| Some(load(&app.egress_counts.total_requests))),
+        );
+        out.counter(
+            "wasmkeep_egress_bytes_total",
+            "Bytes of the answers' bodies to an app's guests' outbound requests, by tenant and app.",
+            per_app(&|app| Some(load(&app.egress_counts.total_bytes))),
+        );
         let pool = &self.0.pool;
         let slots = &self.0.front_slots;
         out.gauge(

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -57,6 +57,41 @@ impl AppUsage {
 
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+}
+
+/// What an app's actors store, as the store last measured it, and whether
+/// a commit on this node may have changed it since. Commits only mark it:
+/// the store is asked by [`Node::measure_storage`](crate::Node::measure_storage),
+/// off the request path, for the apps marked.
+#[derive(Debug, Default)]
+pub struct StoredBytes {
+    bytes: AtomicU64,
+    measured: AtomicBool,
+    changed: AtomicBool,
+}
+
+impl StoredBytes {
+    /// A commit or a deletion of one of the app's actors.
+    pub(crate) fn changed(&self) {
+        self.changed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the store should be asked again: never measured, or changed
+    /// since (the mark is taken: a commit after it marks again).
+    pub(crate) fn take_stale(&self) -> bool {
+        let changed = self.changed.swap(false, Ordering::Relaxed);
+        changed || !self.measured.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn measured(&self, bytes: u64) {
+        self.bytes.store(bytes, Ordering::Relaxed);
+        self.measured.store(true, Ordering::Relaxed);
+    }
+
+    /// The last measure, if there was one.
+    pub fn get(&self) -> Option<u64> {
+        self.measured.load(Ordering::Relaxed).then(|| self.bytes.load(Ordering::Relaxed))
     }
 }
 

@@ -22,6 +22,10 @@ use wasmkeep_tenants::token::{Pepper, Scope, Secret, TokenHash};
 use crate::config;
 use crate::serve_config::{Plaintext, ServeArgs, ServeConfig};
 
+/// How often the store is asked what the apps a commit changed now store
+/// (`wasmkeep_storage_bytes`).
+const STORAGE_MEASURE_INTERVAL: Duration = Duration::from_secs(5);
+
 /// A secret of the data directory: read when there, else generated and
 /// written readable by its owner only.
 pub(crate) fn secret_file(path: &Path, make: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, String> {
@@ -148,6 +152,7 @@ struct Joined {
     /// What answers signed hops (a node of a cluster).
     hops: Option<Arc<dyn SignedHops>>,
     membership: Option<Arc<wasmkeep_cluster::membership::Membership>>,
+    transport: Option<Arc<wasmkeep_cluster::transport::Transport>>,
 }
 
 /// Makes this node one of a cluster: its QUIC port answers other nodes'
@@ -204,6 +209,7 @@ async fn join_cluster(
         ready: Arc::new(move || ready.is_ready(unix_ms())),
         hops: Some(Arc::new(hops)),
         membership: Some(membership),
+        transport: Some(transport),
     })
 }
 
@@ -399,7 +405,7 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
         values: Arc::new(value_key),
         egress_roots,
     };
-    let Joined { node, ready, hops, membership } = match (&secrets, cfg.cluster.cluster_listen) {
+    let Joined { node, ready, hops, membership, transport } = match (&secrets, cfg.cluster.cluster_listen) {
         (Secrets::Cluster(_, dir), Some(listen)) => {
             let advertise = cfg.cluster.cluster_advertise;
             let wait = Duration::from_secs(cfg.cluster.failover_wait_secs);
@@ -407,7 +413,7 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
         }
         _ => {
             let node = Node::new(config, store.clone()).map_err(|e| format!("starting the node: {e}"))?;
-            Joined { node, ready: wasmkeep_telemetry::always_ready(), hops: None, membership: None }
+            Joined { node, ready: wasmkeep_telemetry::always_ready(), hops: None, membership: None, transport: None }
         }
     };
     // A signed hop on the public port is a client's header, unless allowed.
@@ -431,6 +437,7 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
         let mut peers: Vec<Arc<dyn wasmkeep_telemetry::Source>> =
             membership.iter().map(|m| m.clone() as Arc<dyn wasmkeep_telemetry::Source>).collect();
         peers.extend(exports.iter().map(|e| e.clone() as Arc<dyn wasmkeep_telemetry::Source>));
+        peers.extend(transport.iter().map(|t| t.clone() as Arc<dyn wasmkeep_telemetry::Source>));
         crate::config::serve_metrics(&node, peers, addr, ready).await?;
     }
 
@@ -460,6 +467,15 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
             forget.limits.forget_idle();
             forget.node.forget_idle_rates();
             wasmkeep_tenants::api::usage::record(&forget).await;
+        }
+    });
+    // What apps store, for the metrics: the apps a commit here changed,
+    // asked of the store every few seconds.
+    let measured = service.node.clone();
+    tokio::spawn(async move {
+        loop {
+            measured.measure_storage().await;
+            tokio::time::sleep(STORAGE_MEASURE_INTERVAL).await;
         }
     });
     let last_usage = service.clone();

@@ -193,6 +193,25 @@ async fn three_nodes_serve_the_counter_the_shop_and_the_chat_through_any_port() 
     assert!(c.metric("wasmkeep_forwards_total{kind=\"handoff\"} ").await >= 2.0, "two of three sockets were relayed");
     assert!(c.metric("wasmkeep_forwards_total{kind=\"call\"} ").await >= 1.0, "the fronts' calls went to owners");
     assert!(c.metric("wasmkeep_forwards_total{kind=\"request\"} ").await >= 20.0, "two thirds of the counter's");
+    // The transport's own: streams each way, the calls' round trips by
+    // peer, QUIC's round-trip estimate of each kept connection.
+    let (out, into) = (
+        c.metric("wasmkeep_cluster_streams_total{direction=\"out\"} ").await,
+        c.metric("wasmkeep_cluster_streams_total{direction=\"in\"} ").await,
+    );
+    assert!(out >= 20.0 && into >= 20.0, "{out} out, {into} in");
+    let mut pages = String::new();
+    for node in &c.nodes {
+        pages += &reqwest::get(node.metrics.as_ref().unwrap()).await.unwrap().text().await.unwrap();
+    }
+    let calls: f64 = pages
+        .lines()
+        .filter(|l| l.starts_with("wasmkeep_cluster_call_seconds_count{peer=\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(calls >= 1.0, "the fronts' calls were timed: {pages}");
+    let rtts: Vec<&str> = pages.lines().filter(|l| l.starts_with("wasmkeep_peer_rtt_seconds{node=\"")).collect();
+    assert!(rtts.len() >= 2 && rtts.iter().all(|l| !l.ends_with(" 0")), "{rtts:?}");
     // The room is not public on any node; under `--cluster-plaintext
     // refuse` (the default) a node's signature on the public port is a
     // client's header: not read, the upgrade is an outside one.

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -178,6 +179,11 @@ pub struct Transport {
     endpoint: quinn::Endpoint,
     /// Kept connections, by peer node id.
     peers: Mutex<HashMap<String, quinn::Connection>>,
+    /// Streams opened to peers and accepted from them.
+    opened: AtomicU64,
+    accepted: AtomicU64,
+    /// A call's round trip (stream opened to answer read), by peer.
+    call_seconds: wasmkeep_telemetry::SecondsFamily,
 }
 
 impl Transport {
@@ -194,7 +200,13 @@ impl Transport {
         let mut endpoint =
             quinn::Endpoint::server(server, addr).map_err(|e| format!("cannot listen on {addr} (UDP): {e}"))?;
         endpoint.set_default_client_config(client);
-        Ok(Self { endpoint, peers: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            endpoint,
+            peers: Mutex::new(HashMap::new()),
+            opened: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            call_seconds: Default::default(),
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -203,9 +215,9 @@ impl Transport {
 
     /// Answers peers' hops with `hops` until the endpoint closes: each
     /// stream is one exchange, a call's or a relay's.
-    pub async fn serve<H: Hops>(&self, hops: H) {
+    pub async fn serve<H: Hops>(self: &Arc<Self>, hops: H) {
         while let Some(incoming) = self.endpoint.accept().await {
-            let hops = hops.clone();
+            let (hops, me) = (hops.clone(), self.clone());
             tokio::spawn(async move {
                 let connection = match incoming.await {
                     Ok(c) => c,
@@ -215,6 +227,7 @@ impl Transport {
                     }
                 };
                 while let Ok((send, recv)) = connection.accept_bi().await {
+                    me.accepted.fetch_add(1, Ordering::Relaxed);
                     tokio::spawn(serve_stream(hops.clone(), send, recv));
                 }
             });
@@ -245,14 +258,16 @@ impl Transport {
         addr: SocketAddr,
     ) -> Result<(quinn::SendStream, quinn::RecvStream), TransportError> {
         let connection = self.connection(node, addr).await?;
-        match connection.open_bi().await {
-            Ok(stream) => Ok(stream),
+        let stream = match connection.open_bi().await {
+            Ok(stream) => stream,
             Err(_) => {
                 self.peers.lock().unwrap_or_else(|p| p.into_inner()).remove(node);
                 let failed = |reason: String| TransportError::Failed { node: node.to_owned(), reason };
-                self.connection(node, addr).await?.open_bi().await.map_err(|e| failed(e.to_string()))
+                self.connection(node, addr).await?.open_bi().await.map_err(|e| failed(e.to_string()))?
             }
-        }
+        };
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(stream)
     }
 
     /// Carries a call to `node` at `addr` on a stream of its own: the
@@ -268,6 +283,7 @@ impl Transport {
         body_limit: usize,
     ) -> Result<Response<Bytes>, CallError> {
         let failed = |reason: String| TransportError::Failed { node: node.to_owned(), reason };
+        let started = std::time::Instant::now();
         let (mut send, mut recv) = self.open(node, addr).await?;
         send.write_all_chunks(&mut [head, body]).await.map_err(|e| failed(e.to_string()))?;
         // Finished now, the request and its end go in one packet.
@@ -277,6 +293,7 @@ impl Transport {
             Err(quinn::ReadToEndError::TooLong) => return Err(CallError::TooLarge(body_limit)),
             Err(e) => return Err(failed(e.to_string()).into()),
         };
+        self.call_seconds.observe(&vec![("peer", node.to_owned())], started.elapsed().as_secs_f64());
         wire::read_answer(Bytes::from(answer), body_limit).map_err(|e| match e {
             wire::WireError::TooLarge(limit) => CallError::TooLarge(limit),
             e => failed(e.to_string()).into(),
@@ -312,6 +329,33 @@ impl Transport {
     /// Closes every connection and stops answering.
     pub fn close(&self) {
         self.endpoint.close(0u32.into(), b"closing");
+    }
+}
+
+impl wasmkeep_telemetry::Source for Transport {
+    fn collect(&self, out: &mut wasmkeep_telemetry::Exposition) {
+        out.counter(
+            "wasmkeep_cluster_streams_total",
+            "QUIC streams (one per call or relay) opened to peers (out) and accepted from them (in).",
+            [
+                (vec![("direction", "out".to_owned())], self.opened.load(Ordering::Relaxed)),
+                (vec![("direction", "in".to_owned())], self.accepted.load(Ordering::Relaxed)),
+            ],
+        );
+        self.call_seconds.register(
+            out,
+            "wasmkeep_cluster_call_seconds",
+            "Round trip of a call to a peer: its stream opened, the request sent, the answer read; by peer.",
+        );
+        let mut peers: Vec<(String, quinn::Connection)> =
+            self.peers.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(n, c)| (n.clone(), c.clone())).collect();
+        peers.retain(|(_, c)| c.close_reason().is_none());
+        peers.sort_by(|a, b| a.0.cmp(&b.0));
+        out.gauge_f64(
+            "wasmkeep_peer_rtt_seconds",
+            "QUIC's round-trip estimate of the kept connection to each peer, by node.",
+            peers.iter().map(|(node, c)| (vec![("node", node.clone())], c.rtt().as_secs_f64())),
+        );
     }
 }
 

@@ -22,7 +22,7 @@ pub mod traces;
 pub use exposition::{CONTENT_TYPE, Exposition, Labels};
 pub use metrics::{
     AppMetrics, CounterFamily, EVENT_ERRORS, FORWARD_KINDS, FRONT_CALL_OUTCOMES, FRONT_REQUEST_OUTCOMES, Metrics,
-    QUOTAS, REFUSAL_REASONS, REROUTE_KINDS, TenantCounters,
+    QUOTAS, REFUSAL_REASONS, REROUTE_KINDS, SecondsFamily, TenantCounters,
 };
 pub use server::{Readiness, always_ready, serve};
 

@@ -141,6 +141,28 @@ fn seconds_buckets() -> Histogram {
 
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
+/// A family of histograms of seconds (100 µs to about 52 s), one per
+/// label set: for a crate's own timings.
+#[derive(Clone)]
+pub struct SecondsFamily(Histograms);
+
+impl Default for SecondsFamily {
+    fn default() -> Self {
+        Self(Family::new_with_constructor(seconds_buckets))
+    }
+}
+
+impl SecondsFamily {
+    pub fn observe(&self, labels: &Labels, seconds: f64) {
+        self.0.get_or_create(labels).observe(seconds);
+    }
+
+    /// Adds the family to `out` as `name`.
+    pub fn register(&self, out: &mut exposition::Exposition, name: &str, help_text: &str) {
+        out.register(name, help_text, self.0.clone());
+    }
+}
+
 /// The node's metrics.
 pub struct Metrics {
     pub front_requests: CounterFamily,

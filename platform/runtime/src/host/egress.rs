@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,11 +46,28 @@ pub struct Egress {
     pub(crate) trace: TraceContext,
 }
 
-/// An app's outbound requests, and the bytes of their answers' bodies.
+/// An app's outbound requests, and the bytes of their answers' bodies:
+/// those not yet recorded as usage (`requests`, `bytes`: the control plane
+/// takes off what it records), and all since the node started (`total_*`,
+/// the metrics' counters).
 #[derive(Debug, Default)]
 pub struct EgressCounts {
-    pub requests: std::sync::atomic::AtomicU64,
-    pub bytes: std::sync::atomic::AtomicU64,
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+    pub total_requests: AtomicU64,
+    pub total_bytes: AtomicU64,
+}
+
+impl EgressCounts {
+    fn request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.total_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn received(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.total_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 /// A bound on how many outbound requests an app's guests make.
@@ -103,7 +121,7 @@ impl WasiHttpHooks for Egress {
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         let tls = (request.uri().scheme() == Some(&Scheme::HTTPS)).then(|| self.tls.clone());
-        self.counts.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.counts.request();
         let sending = send(request, options, self.policy.clone(), tls, self.counts.clone());
         Box::new(async move {
             let sent = sending.instrument(span.clone()).await;
@@ -224,7 +242,7 @@ async fn send(
         .map_err(Error::from)
         .map_frame(move |frame| {
             if let Some(data) = frame.data_ref() {
-                counts.bytes.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                counts.received(data.len() as u64);
             }
             head::strip_trailers(frame)
         })
