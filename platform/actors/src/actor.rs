@@ -233,10 +233,8 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
 /// socket's, not the event's).
 fn event_span(envelope: &Envelope, kind: &EventKind, queued: Duration, admission: Duration) -> tracing::Span {
     let EventKind::Request { request, .. } = kind else { return tracing::Span::none() };
-    if !traces::sampled(&envelope.trace) {
-        return tracing::Span::none();
-    }
-    let span = tracing::info_span!(
+    traces::child(&envelope.trace, || {
+        tracing::info_span!(
         target: TARGET,
         parent: None,
         "actor.event",
@@ -252,9 +250,8 @@ fn event_span(envelope: &Envelope, kind: &EventKind, queued: Duration, admission
         wasmkeep.queue.wait_ms = queued.as_secs_f64() * 1000.0,
         wasmkeep.admission.wait_ms = admission.as_secs_f64() * 1000.0,
         wasmkeep.actor.woke = false,
-    );
-    traces::adopt(&span, &envelope.trace);
-    span
+        )
+    })
 }
 
 /// Delivers an event's answer once the actor's commits up to `written` are

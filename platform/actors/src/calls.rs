@@ -105,7 +105,7 @@ pub(crate) async fn call_many<S: CallSide>(
     let deadline = side.deadline(now);
     let caller = side.caller();
     // One span for the batch, its entries' spans its children.
-    let batch = if traces::sampled(side.trace()) {
+    let batch = traces::child(side.trace(), || {
         tracing::info_span!(
             target: TARGET,
             parent: None,
@@ -115,10 +115,7 @@ pub(crate) async fn call_many<S: CallSide>(
             wasmkeep.app = side.app().name.as_str(),
             wasmkeep.calls = n,
         )
-    } else {
-        tracing::Span::none()
-    };
-    traces::adopt(&batch, side.trace());
+    });
     let entries_parent = traces::carried(&batch, side.trace());
     let mut results: Vec<Option<Result<Response, CallError>>> = (0..n).map(|_| None).collect();
     let mut checked = Vec::new();
@@ -206,7 +203,7 @@ impl Delivery {
         // The range is the host's: what the caller set of it goes.
         head::strip_pairs(&mut request.headers);
         let caller = side.caller();
-        let span = if traces::sampled(parent) {
+        let span = traces::child(parent, || {
             tracing::info_span!(
                 target: TARGET,
                 parent: None,
@@ -219,10 +216,7 @@ impl Delivery {
                 http.request.method = request.method.as_str(),
                 http.response.status_code = Empty,
             )
-        } else {
-            tracing::Span::none()
-        };
-        traces::adopt(&span, parent);
+        });
         let envelope = Envelope {
             app: side.app().clone(),
             target: RawAddress::from(&callee),

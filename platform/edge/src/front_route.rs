@@ -34,7 +34,7 @@ pub(crate) async fn handle(
     request_place: wasmkeep_actors::RequestPlace,
 ) -> Result<HttpResponse, Failure> {
     let node = &port.node;
-    let span = if traces::sampled(&trace) {
+    let span = traces::child(&trace, || {
         tracing::info_span!(
             target: TARGET,
             parent: None,
@@ -43,10 +43,7 @@ pub(crate) async fn handle(
             wasmkeep.app = app.name.as_str(),
             wasmkeep.front.outcome = Empty,
         )
-    } else {
-        tracing::Span::none()
-    };
-    traces::adopt(&span, &trace);
+    });
     let trace = traces::carried(&span, &trace);
     let count = |outcome: &'static str| {
         node.metrics().front_requests.inc(outcome);

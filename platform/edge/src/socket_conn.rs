@@ -82,10 +82,8 @@ async fn send(ws: &mut Socket, message: Message) -> Result<(), ()> {
 /// upgrade's request or the front's hand-off. Its messages are counted
 /// on it, never spans of their own.
 pub(crate) fn socket_span(envelope: &wasmkeep_core::Envelope, path: &str) -> tracing::Span {
-    if !traces::sampled(&envelope.trace) {
-        return tracing::Span::none();
-    }
-    let span = tracing::info_span!(
+    traces::child(&envelope.trace, || {
+        tracing::info_span!(
         target: TARGET,
         parent: None,
         "websocket",
@@ -100,9 +98,8 @@ pub(crate) fn socket_span(envelope: &wasmkeep_core::Envelope, path: &str) -> tra
         wasmkeep.socket.messages_out = Empty,
         wasmkeep.socket.bytes_out = Empty,
         wasmkeep.socket.close_code = Empty,
-    );
-    traces::adopt(&span, &envelope.trace);
-    span
+        )
+    })
 }
 
 /// What crossed a socket, each way.

@@ -256,6 +256,18 @@ pub fn sampled(trace: &TraceContext) -> bool {
     }
 }
 
+/// A span of the request path below the edge's: made by `make` only when
+/// the trace `trace` carries is sampled ([`sampled`]; else no span at
+/// all, `Span::none()`), and a child of that trace's context.
+pub fn child(trace: &TraceContext, make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if !sampled(trace) {
+        return tracing::Span::none();
+    }
+    let span = make();
+    adopt(&span, trace);
+    span
+}
+
 /// Makes `span` a child of the context `trace` carries, if it carries one
 /// (none: the span starts a trace). Call it before [`carried`].
 pub fn adopt(span: &tracing::Span, trace: &TraceContext) {

@@ -142,7 +142,7 @@ impl WasiHttpHooks for Egress {
 /// `traceparent` and `tracestate` are replaced.
 fn outbound_span(request: &mut http::Request<WasiBody>, app: &str, trace: &TraceContext) -> tracing::Span {
     let (tenant, app) = app.split_once('/').unwrap_or(("", app));
-    let span = if traces::sampled(trace) {
+    let span = traces::child(trace, || {
         tracing::info_span!(
             target: TARGET,
             parent: None,
@@ -156,10 +156,7 @@ fn outbound_span(request: &mut http::Request<WasiBody>, app: &str, trace: &Trace
             wasmkeep.tenant = tenant,
             wasmkeep.app = app,
         )
-    } else {
-        tracing::Span::none()
-    };
-    traces::adopt(&span, trace);
+    });
     let carried = traces::carried(&span, trace);
     let headers = request.headers_mut();
     headers.remove(head::TRACEPARENT);
