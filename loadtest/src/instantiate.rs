@@ -116,7 +116,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
         };
         let address = wasmkeep_core::Address::parse("probe/raw").map_err(|e| e.to_string())?;
-        let label = wasmkeep_runtime::GuestLabel::actor(&app, "bench/app".into(), &address);
+        let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
         let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
         let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
         let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls);

@@ -355,7 +355,7 @@ async fn execute(
             tracing::Span::current().record("wasmkeep.actor.woke", true);
             app.metrics.woke();
             let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
-            let label = GuestLabel::actor(&envelope.app, app.label.clone(), &actor.address);
+            let label = GuestLabel::actor(&envelope.app, &actor.address);
             let cpu = node.cpu_share(&envelope.app);
             let instance =
                 class.component.instantiate(host, label, app.egress(), cpu, ends).await.map_err(from_failure)?;

@@ -95,7 +95,7 @@ impl Node {
             _slot: slot,
             _with_slot: with_slot,
         };
-        let label = GuestLabel::front(&entry.reference, entry.label.clone());
+        let label = GuestLabel::front(&entry.reference);
         // The runtime logs a failure, one line, where it happens.
         let cpu = self.0.cpu_share(&entry.reference);
         // Its time until its answer's head is counted (the body it writes

@@ -199,32 +199,43 @@ impl tokio::io::AsyncWrite for GuestOutput {
     }
 }
 
-/// Which guest a line is about: `tenant/app`, and the actor's address or
-/// `_front`; and, for its records, the same in parts.
+/// Which guest a line is about: its tenant, app, and the actor's class
+/// and name (none for a front).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GuestLabel {
-    pub app: Arc<str>,
-    pub guest: Arc<str>,
     pub who: GuestWho,
 }
 
 impl GuestLabel {
-    /// An actor of `app` (labelled `label`, `tenant/app`).
-    pub fn actor(app: &wasmkeep_core::AppRef, label: Arc<str>, address: &wasmkeep_core::Address) -> Self {
+    /// An actor of `app`.
+    pub fn actor(app: &wasmkeep_core::AppRef, address: &wasmkeep_core::Address) -> Self {
         let who = GuestWho {
             tenant: app.tenant.as_str().into(),
             app: app.name.as_str().into(),
             class: Some(address.class.as_str().into()),
             name: Some(address.name.as_str().into()),
         };
-        Self { app: label, guest: address.to_string().into(), who }
+        Self { who }
     }
 
     /// The front of `app`.
-    pub fn front(app: &wasmkeep_core::AppRef, label: Arc<str>) -> Self {
+    pub fn front(app: &wasmkeep_core::AppRef) -> Self {
         let who =
             GuestWho { tenant: app.tenant.as_str().into(), app: app.name.as_str().into(), class: None, name: None };
-        Self { app: label, guest: "_front".into(), who }
+        Self { who }
+    }
+
+    /// `tenant/app`, as the node's lines name an app.
+    fn app(&self) -> String {
+        format!("{}/{}", self.who.tenant, self.who.app)
+    }
+
+    /// The actor's address (`class/name`), or `_front`.
+    fn guest(&self) -> String {
+        match (&self.who.class, &self.who.name) {
+            (Some(class), Some(name)) => format!("{class}/{name}"),
+            _ => "_front".to_owned(),
+        }
     }
 }
 
@@ -242,7 +253,7 @@ struct Window {
 }
 
 /// A guest's window: its app's label and its own.
-type GuestKey = (Arc<str>, Arc<str>);
+type GuestKey = (String, String);
 
 /// How many lines each guest logged in its current interval.
 fn windows() -> &'static Mutex<HashMap<GuestKey, Window>> {
@@ -252,7 +263,7 @@ fn windows() -> &'static Mutex<HashMap<GuestKey, Window>> {
 
 /// The key of an app's own window: no guest is named `*`.
 fn app_key(label: &GuestLabel) -> GuestKey {
-    (label.app.clone(), "*".into())
+    (label.app(), "*".into())
 }
 
 /// Counts a line in `window` at `now`: whether it may be logged.
@@ -273,7 +284,7 @@ fn count(window: &mut Window, now: Instant, allowed: u32) -> bool {
 /// app a few more for all its guests together: many guests of one app
 /// (an actor name per request, each trapping) log no more than one app.
 fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
-    let key: GuestKey = (label.app.clone(), label.guest.clone());
+    let key: GuestKey = (label.app(), label.guest());
     let mut windows = windows().lock().unwrap_or_else(|p| p.into_inner());
     if windows.len() >= GUESTS_REMEMBERED && !windows.contains_key(&key) {
         windows.retain(|k, w| now.duration_since(w.started) < INTERVAL || &*k.1 == "*");
@@ -303,10 +314,10 @@ pub(crate) fn failure(label: &GuestLabel, kind: FailureKind, detail: &str, outpu
     let output = output.map(|o| format!("; output: {o}")).unwrap_or_default();
     match kind {
         FailureKind::Wall => {
-            tracing::warn!(target: "wasmkeep::guest", app = %label.app, guest = %label.guest, "cut at its wall{output}{note}")
+            tracing::warn!(target: "wasmkeep::guest", app = %label.app(), guest = %label.guest(), "cut at its wall{output}{note}")
         }
         FailureKind::Trap => {
-            tracing::warn!(target: "wasmkeep::guest", app = %label.app, guest = %label.guest, "trapped: {detail}{output}{note}")
+            tracing::warn!(target: "wasmkeep::guest", app = %label.app(), guest = %label.guest(), "trapped: {detail}{output}{note}")
         }
     }
 }
@@ -320,8 +331,11 @@ mod tests {
     }
 
     fn named(app: &str, guest: &str) -> GuestLabel {
-        let who = GuestWho { tenant: "t".into(), app: "app".into(), class: None, name: None };
-        GuestLabel { app: app.into(), guest: guest.into(), who }
+        let (tenant, app) = app.split_once('/').unwrap();
+        let (class, name) = guest.split_once('/').unwrap();
+        let who =
+            GuestWho { tenant: tenant.into(), app: app.into(), class: Some(class.into()), name: Some(name.into()) };
+        GuestLabel { who }
     }
 
     #[test]

@@ -173,8 +173,11 @@ pub async fn tenants_and_tokens(s: &dyn Store) {
     assert!(!s.set_telemetry("nobody", Some(b"x")).await.unwrap());
     let all = s.telemetry().await.unwrap();
     assert_eq!(all.into_iter().collect::<Vec<_>>(), [("acme".to_owned(), b"sealed-2".to_vec())]);
+    assert_eq!(s.telemetry_of("acme").await.unwrap(), Some(b"sealed-2".to_vec()));
+    assert_eq!(s.telemetry_of("nobody").await.unwrap(), None);
     assert!(s.set_telemetry("acme", None).await.unwrap());
     assert!(s.telemetry().await.unwrap().is_empty());
+    assert_eq!(s.telemetry_of("acme").await.unwrap(), None);
 
     s.add_token(&token("t4", Some("acme"), "h4")).await.unwrap();
     s.add_token(&token("op", None, "h5")).await.unwrap();

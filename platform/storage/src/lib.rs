@@ -389,6 +389,8 @@ pub trait TenantStore: Send + Sync + 'static {
     async fn set_telemetry(&self, id: &str, sealed: Option<&[u8]>) -> Result<bool, StoreError>;
     /// Every tenant's trace export, sealed, by tenant.
     async fn telemetry(&self) -> Result<BTreeMap<String, Vec<u8>>, StoreError>;
+    /// One tenant's trace export, sealed, if it set one.
+    async fn telemetry_of(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError>;
     async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
     /// The tenant's tokens (`None`: the operator's), oldest first.

@@ -973,6 +973,13 @@ impl TenantStore for PostgresStore {
         })
     }
 
+    async fn telemetry_of(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        run!(self, |c| {
+            let row = c.query_opt("SELECT telemetry FROM tenants WHERE id = $1", &[&id]).await?;
+            Ok(row.and_then(|r| r.get::<_, Option<Vec<u8>>>(0)))
+        })
+    }
+
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
         transact!(self, |tx| insert_token(tx, token).await)
     }

@@ -887,6 +887,14 @@ impl TenantStore for SqliteStore {
         Ok(rows)
     }
 
+    async fn telemetry_of(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let sealed: Option<Option<Vec<u8>>> = self
+            .conn()
+            .query_row("SELECT telemetry FROM tenants WHERE id = ?1", params![id], |r| r.get(0))
+            .optional()?;
+        Ok(sealed.flatten())
+    }
+
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
         {
             let mut conn = self.conn();

@@ -395,6 +395,10 @@ impl<S: ?Sized + TenantStore> TenantStore for FaultyStore<S> {
         self.inner.telemetry().await
     }
 
+    async fn telemetry_of(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.telemetry_of(id).await
+    }
+
     async fn add_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
         self.inner.add_token(token).await
     }

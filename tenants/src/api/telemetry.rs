@@ -59,10 +59,9 @@ pub async fn set(
 pub async fn show(State(service): State<Arc<Service>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant(Scope::Read)?;
     let exports = exports(&service)?;
-    let stored = service.store.telemetry().await?;
+    let stored = service.store.telemetry_of(tenant.as_str()).await?;
     let settings = stored
-        .get(tenant.as_str())
-        .and_then(|sealed| service.node.open_telemetry(tenant.as_str(), sealed))
+        .and_then(|sealed| service.node.open_telemetry(tenant.as_str(), &sealed))
         .and_then(|plain| serde_json::from_slice::<ExportSettings>(&plain).ok())
         .ok_or_else(|| ApiError::not_found("no trace export is set; PUT /v1/telemetry sets one"))?;
     Ok(Json(shown(tenant.as_str(), &settings, exports)))
@@ -72,7 +71,7 @@ pub async fn show(State(service): State<Arc<Service>>, caller: Caller) -> Result
 pub async fn remove(State(service): State<Arc<Service>>, caller: Caller) -> Result<StatusCode, ApiError> {
     let tenant = caller.tenant(Scope::Admin)?;
     let exports = exports(&service)?;
-    if !service.store.telemetry().await?.contains_key(tenant.as_str()) {
+    if service.store.telemetry_of(tenant.as_str()).await?.is_none() {
         return Err(ApiError::not_found("no trace export is set"));
     }
     service.store.set_telemetry(tenant.as_str(), None).await?;
