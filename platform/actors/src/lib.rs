@@ -410,6 +410,20 @@ impl Node {
         &self.0.logs
     }
 
+    /// The records of the other nodes of the cluster that `filter` wants,
+    /// sent to `to` ([`Remote::tail`]); how many nodes were asked.
+    pub fn tail_others(
+        &self,
+        filter: wasmkeep_telemetry::logs::LogFilter,
+        follow: bool,
+        to: tokio::sync::mpsc::Sender<wasmkeep_telemetry::logs::TailItem>,
+    ) -> usize {
+        match &self.0.remote {
+            Some(remote) => remote.tail(filter, follow, to),
+            None => 0,
+        }
+    }
+
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.0.metrics
     }

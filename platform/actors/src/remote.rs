@@ -120,6 +120,20 @@ pub trait Remote: Send + Sync + 'static {
         envelope: Envelope,
         socket: SocketRequest,
     ) -> Answering<'_, Result<Relayed, HopFailure>>;
+    /// Asks every other live node for the guests' records `filter` wants
+    /// (those kept, and with `follow` each one after) and sends them to
+    /// `to` as they come, until `to`'s reader leaves (or, without
+    /// `follow`, each node has sent what it kept). Answers how many nodes
+    /// were asked. None by default: a node alone has no others.
+    fn tail(
+        &self,
+        filter: wasmkeep_telemetry::logs::LogFilter,
+        follow: bool,
+        to: tokio::sync::mpsc::Sender<wasmkeep_telemetry::logs::TailItem>,
+    ) -> usize {
+        let _ = (filter, follow, to);
+        0
+    }
 }
 
 /// Local mailboxes, and the cluster's nodes.

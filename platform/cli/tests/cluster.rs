@@ -572,3 +572,101 @@ async fn a_page_whose_calls_run_on_three_nodes_is_one_trace() {
         assert_eq!(call.attr("wasmkeep.actor.class"), event.attr("wasmkeep.actor.class"));
     }
 }
+
+/// The node's cluster address, as it told it.
+fn cluster_addr(s: &Serve) -> std::net::SocketAddr {
+    let log = s.log.lock().unwrap().clone();
+    let line = log.lines().find(|l| l.contains("hops on ")).unwrap_or_else(|| panic!("{log}"));
+    line.split("hops on ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// The NDJSON records of a tail's answer.
+fn records(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// A tail through any node has the whole app's lines: the node asked asks
+/// the others for theirs (kept and live) over a signed hop; a tail hop that
+/// a node of the cluster did not sign gets nothing, over the real QUIC
+/// port with a real node's certificate.
+#[tokio::test]
+async fn a_tail_through_any_node_has_the_lines_written_on_every_node() {
+    let c = cluster(&["a", "b"], &[]).await;
+    let (a, b) = (&c.nodes[0], &c.nodes[1]);
+    let token = signup(a, "alpha").await;
+    deploy(a, &token, "p").await;
+    until_everywhere(&c, "p.alpha.localhost", "/").await;
+    // Lines written on each node (an actor is taken by the node a request
+    // for it reaches first).
+    assert_eq!(a.public("p.alpha.localhost", "/actor/probe/on-a/print?text=from-a").await.0, 200);
+    assert_eq!(b.public("p.alpha.localhost", "/actor/probe/on-b/print?text=from-b").await.0, 200);
+    let lines = |text: &str| -> Vec<String> {
+        records(text).iter().map(|r| r["line"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    for node in [a, b] {
+        let (status, text) = node.api_raw("GET", "/v1/apps/p/logs", Some(&token), None).await;
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(lines(&text), ["from-a 0", "from-b 0"], "every node's, in time order, through {}", node.api);
+    }
+    // Another tenant's tail of an app of the same name has none of them.
+    let beta = signup(b, "beta").await;
+    deploy(b, &beta, "p").await;
+    let (_, text) = a.api_raw("GET", "/v1/apps/p/logs", Some(&beta), None).await;
+    assert!(records(&text).is_empty(), "{text}");
+
+    // Live: a follow through a has b's next line.
+    let mut tail = reqwest::Client::new()
+        .get(format!("{}/v1/apps/p/logs?follow=true&class=probe&name=on-b", a.api))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tail.status().as_u16(), 200);
+    let mut got = String::new();
+    let mut printed = false;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !got.contains("live-b 0") {
+        assert!(Instant::now() < deadline, "the live line through a: {got}");
+        if got.contains("from-b 0") && !printed {
+            // b's kept line came: b's tail is on; now a live one.
+            assert_eq!(b.public("p.alpha.localhost", "/actor/probe/on-b/print?text=live-b").await.0, 200);
+            printed = true;
+        }
+        if let Ok(Ok(Some(chunk))) = tokio::time::timeout(Duration::from_secs(1), tail.chunk()).await {
+            got.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+    assert!(!got.contains("from-a"), "the filter holds across nodes: {got}");
+
+    // A tail hop to b's cluster port from a real node's certificate:
+    // unsigned, signed with another secret, or signed without its mark
+    // among the signed names, it is refused; signed as a node signs it, it
+    // is answered.
+    let id = wasmkeep_cluster::NodeId::parse("a").unwrap();
+    let dir = wasmkeep_cluster::ClusterDir::load(c.dir.path(), &id).unwrap();
+    let quic = wasmkeep_cluster::transport::Transport::bind("127.0.0.1:0".parse().unwrap(), &dir).unwrap();
+    let path = "/_tail?tenant=alpha&app=p";
+    let pq = http::uri::PathAndQuery::from_static(path);
+    let ask = |secret: [u8; 32], names: &'static [&'static str]| {
+        let mut head = http::HeaderMap::new();
+        head.insert("x-wasmkeep-tail", "1".parse().unwrap());
+        if secret != [0; 32] {
+            let signer = wasmkeep_cluster::signing::Signer::new("a", &secret);
+            let empty = wasmkeep_core::signature::EMPTY_BODY_SHA256;
+            signer.sign(&http::Method::GET, &pq, &empty, &mut head, names, now_ms()).unwrap();
+        }
+        let mut request = http::Request::get(path).body(http_body_util::Full::new(bytes::Bytes::new())).unwrap();
+        *request.headers_mut() = head;
+        request
+    };
+    let to_b = cluster_addr(b);
+    let status = |request| async { quic.request("b", to_b, request).await.unwrap().status().as_u16() };
+    assert_eq!(status(ask([0; 32], &[])).await, 403, "unsigned");
+    assert_eq!(status(ask([7; 32], &["x-wasmkeep-tail"])).await, 403, "another secret");
+    assert_eq!(status(ask(dir.secret, &[])).await, 403, "the mark not signed");
+    let answer = quic.request("b", to_b, ask(dir.secret, &["x-wasmkeep-tail"])).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    use http_body_util::BodyExt;
+    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(lines(&String::from_utf8_lossy(&body)), ["from-b 0", "live-b 0"], "b's own, nothing of a's");
+}

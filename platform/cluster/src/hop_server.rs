@@ -33,7 +33,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use wasmkeep_actors::{Answering, Node, Request};
 use wasmkeep_core::handoff::is_websocket_upgrade;
-use wasmkeep_core::head::{self, ERROR, INTERNAL, UPGRADE, is_reserved};
+use wasmkeep_core::head::{self, ERROR, INTERNAL, TAIL, TARGET, UPGRADE, is_reserved};
 use wasmkeep_core::path::parse_actor_path;
 use wasmkeep_core::signature::EMPTY_BODY_SHA256;
 use wasmkeep_core::{EventError, Failure, Refusal, hop_answer};
@@ -41,6 +41,7 @@ use wasmkeep_edge::{HttpResponse, SignedHops, full};
 
 use crate::membership::unix_ms;
 use crate::signing::{Verifier, body_sha256};
+use crate::tail::TailHop;
 use crate::transport::Hops;
 
 /// Answers other nodes' hops with this node's actors.
@@ -131,6 +132,39 @@ impl HopServer {
             Ok(answer) => answer,
             Err(failure) => failure_answer(failure),
         }
+    }
+
+    /// A tail from another node: believed only when signed by a node of
+    /// the cluster with the mark among the signed names (the signature
+    /// covers the filter in its path), a GET with no call's or relay's
+    /// head; answered with this node's records of the app, streamed.
+    async fn tail(&self, request: http::Request<Incoming>) -> HttpResponse {
+        let root = http::uri::PathAndQuery::from_static("/");
+        let path = request.uri().path_and_query().unwrap_or(&root);
+        let headers = request.headers();
+        match self.verifier.verify(request.method(), path, &EMPTY_BODY_SHA256, headers, unix_ms()) {
+            Ok(stamp) if stamp.names.iter().any(|n| n == TAIL) => {}
+            Ok(_) => return plain(StatusCode::FORBIDDEN, "a tail's mark must be signed"),
+            Err(why) => {
+                tracing::warn!("a tail was refused: {why}");
+                return plain(StatusCode::FORBIDDEN, "the tail's signature was refused");
+            }
+        }
+        if request.method() != http::Method::GET || headers.contains_key(TARGET) || headers.contains_key(UPGRADE) {
+            return plain(StatusCode::BAD_REQUEST, "a tail is a GET with no call's or relay's head");
+        }
+        let hop = match TailHop::parse(request.uri().path(), request.uri().query()) {
+            Ok(hop) => hop,
+            Err(why) => return plain(StatusCode::BAD_REQUEST, &format!("a tail's path: {why}")),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(wasmkeep_telemetry::logs::TAIL_LINES_BUFFERED);
+        // It ends when the asking node drops the stream (the body, and its
+        // receiver, go with it), or at once without `follow`.
+        tokio::spawn(self.node.guest_logs().tail(hop.filter, hop.follow, tx, std::future::pending()));
+        let body = wasmkeep_telemetry::logs::TailBody(rx);
+        let mut answer = http::Response::new(body.map_err(|never| match never {}).boxed_unsync());
+        answer.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
+        answer
     }
 
     /// A call or request event from another node, its body read whole.
@@ -237,5 +271,9 @@ impl Hops for HopServer {
     fn open(&self, request: http::Request<Incoming>) -> impl Future<Output = HttpResponse> + Send {
         let opener = self.believe(&request);
         HopServer::open(self, request, opener, Port::Cluster)
+    }
+
+    fn tail(&self, request: http::Request<Incoming>) -> impl Future<Output = HttpResponse> + Send {
+        HopServer::tail(self, request)
     }
 }

@@ -6,7 +6,8 @@
 //! between nodes (`tls`), the signature of a hop (`signing`), the QUIC
 //! transport that carries hops (`transport`) and a call's bytes on it
 //! (`wire`), the heartbeat (`membership`), the router's remote route over
-//! all of them (`peers`) and the receiving end of a hop (`hop_server`).
+//! all of them (`peers`), the receiving end of a hop (`hop_server`), and
+//! the hop of a tail across the cluster (`tail`).
 //! The node's own paths (`actors`) reach another node through the router's
 //! remote route, built on these.
 
@@ -15,6 +16,7 @@ pub mod hop_server;
 pub mod membership;
 pub mod peers;
 pub mod signing;
+pub mod tail;
 pub mod tls;
 pub mod transport;
 pub mod wire;

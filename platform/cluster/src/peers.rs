@@ -19,8 +19,10 @@ use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
 
 use crate::membership::{Membership, unix_ms};
 use crate::signing::{Signer, body_sha256};
+use crate::tail::{self, TailHop};
 use crate::transport::{CallError, Transport};
 use crate::wire;
+use wasmkeep_telemetry::logs::{LogFilter, TailItem};
 
 /// Owner hints kept, at most.
 const HINTS: u64 = 100_000;
@@ -204,6 +206,68 @@ impl Peers {
     }
 }
 
+impl Peers {
+    /// A tail hop to another node, signed at `now_ms`.
+    fn tail_request(&self, hop: &TailHop, now_ms: u64) -> Result<http::Request<Full<Bytes>>, String> {
+        let path: PathAndQuery = hop.path().parse().map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        let mut headers = http::HeaderMap::new();
+        headers.insert(head::TAIL, HeaderValue::from_static(tail::MARK));
+        self.signer
+            .sign(&Method::GET, &path, &EMPTY_BODY_SHA256, &mut headers, &[head::TAIL], now_ms)
+            .map_err(|e| e.to_string())?;
+        let mut request = http::Request::get(path).body(Full::new(Bytes::new())).map_err(|e| e.to_string())?;
+        *request.headers_mut() = headers;
+        Ok(request)
+    }
+}
+
+/// Reads node `node`'s answer to a tail hop into `to`, each record checked
+/// against `filter` (a node that sends anything else is read no more),
+/// until it ends or `to`'s reader leaves.
+async fn tail_from(
+    transport: Arc<Transport>,
+    node: String,
+    addr: SocketAddr,
+    request: http::Request<Full<Bytes>>,
+    filter: LogFilter,
+    to: tokio::sync::mpsc::Sender<TailItem>,
+) {
+    let asked = tokio::select! {
+        answer = tokio::time::timeout(RELAY_OPEN, transport.request(&node, addr, request)) => answer,
+        () = to.closed() => return,
+    };
+    let mut body = match asked {
+        Ok(Ok(answer)) if answer.status() == http::StatusCode::OK => answer.into_body(),
+        Ok(Ok(answer)) => return tracing::warn!(%node, status = %answer.status(), "a node refused a tail"),
+        Ok(Err(e)) => return tracing::warn!(%node, error = %e, "a node could not be asked for a tail"),
+        Err(_) => return tracing::warn!(%node, "a node did not answer a tail"),
+    };
+    let mut pending = bytes::BytesMut::new();
+    loop {
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            () = to.closed() => return,
+        };
+        let Some(Ok(frame)) = frame else { return };
+        let Ok(data) = frame.into_data() else { continue };
+        pending.extend_from_slice(&data);
+        while let Some(at) = pending.iter().position(|b| *b == b'\n') {
+            let line = pending.split_to(at + 1);
+            let item = match TailItem::parse(&line[..at]) {
+                Some(TailItem::Record(record)) if filter.matches(&record) => TailItem::Record(record),
+                Some(missed @ TailItem::Missed(_)) => missed,
+                _ => return tracing::warn!(%node, "a node's tail sent what is not a record of the app"),
+            };
+            if to.send(item).await.is_err() {
+                return;
+            }
+        }
+        if pending.len() > tail::LINE_BYTES_MAX {
+            return tracing::warn!(%node, "a node's tail sent a line over {} bytes", tail::LINE_BYTES_MAX);
+        }
+    }
+}
+
 impl Remote for Peers {
     fn me(&self) -> &str {
         &self.me
@@ -276,5 +340,25 @@ impl Remote for Peers {
         socket: SocketRequest,
     ) -> Answering<'_, Result<Relayed, HopFailure>> {
         Box::pin(self.relay_open(owner, envelope, socket))
+    }
+
+    fn tail(&self, filter: LogFilter, follow: bool, to: tokio::sync::mpsc::Sender<TailItem>) -> usize {
+        let now = unix_ms();
+        let hop = TailHop { filter, follow };
+        let mut asked = 0;
+        for peer in self.membership.alive(now).into_iter().filter(|p| p.node != self.me) {
+            let Ok(addr) = peer.cluster_addr.parse() else { continue };
+            let request = match self.tail_request(&hop, now) {
+                Ok(request) => request,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a tail hop could not be made");
+                    return asked;
+                }
+            };
+            let filter = hop.filter.clone();
+            tokio::spawn(tail_from(self.transport.clone(), peer.node, addr, request, filter, to.clone()));
+            asked += 1;
+        }
+        asked
     }
 }

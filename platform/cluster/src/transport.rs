@@ -66,11 +66,14 @@ pub trait Hops: Clone + Send + Sync + 'static {
     /// A relay's open (a WebSocket upgrade): after a `101` the stream is
     /// the socket's.
     fn open(&self, request: Request<Incoming>) -> impl Future<Output = Response<Self::Body>> + Send;
+    /// A tail (`x-wasmkeep-tail`): its answer's body streams for as long
+    /// as the tail goes on.
+    fn tail(&self, request: Request<Incoming>) -> impl Future<Output = Response<Self::Body>> + Send;
 }
 
 /// One stream a peer opened: a call, read whole and answered whole; or a
-/// relay's open, which hyper serves (its head, already read, given back
-/// to it first).
+/// relay's open or a tail, which hyper serves (its head, already read,
+/// given back to it first).
 async fn serve_stream<H: Hops>(hops: H, mut send: quinn::SendStream, mut recv: quinn::RecvStream) {
     let mut read = BytesMut::new();
     let head = loop {
@@ -84,11 +87,15 @@ async fn serve_stream<H: Hops>(hops: H, mut send: quinn::SendStream, mut recv: q
             Ok(None) | Err(_) => return,
         }
     };
-    if is_websocket_upgrade(&head.parts.method, &head.parts.headers) {
+    let upgrade = is_websocket_upgrade(&head.parts.method, &head.parts.headers);
+    if upgrade || head.parts.headers.contains_key(wasmkeep_core::head::TAIL) {
         let io = TokioIo::new(Prefixed { first: read.freeze(), rest: tokio::io::join(recv, send) });
         let open = hyper::service::service_fn(move |request| {
             let hops = hops.clone();
-            async move { Ok::<_, std::convert::Infallible>(hops.open(request).await) }
+            async move {
+                let answer = if upgrade { hops.open(request).await } else { hops.tail(request).await };
+                Ok::<_, std::convert::Infallible>(answer)
+            }
         });
         // Not `keep_alive(false)`: it would answer `connection: close` on
         // the `101` itself. The relaying node drops the stream after any
@@ -398,6 +405,9 @@ mod tests {
             response.headers_mut().insert("connection", http::HeaderValue::from_static("upgrade"));
             response.headers_mut().insert("upgrade", http::HeaderValue::from_static("websocket"));
             response
+        }
+        async fn tail(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+            Response::new(Full::new(Bytes::from(format!("tail {}", request.uri()))))
         }
     }
 

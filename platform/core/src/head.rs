@@ -53,10 +53,14 @@ pub const INTERNAL: &str = "x-wasmkeep-internal";
 /// [`hop_answer`](crate::hop_answer): `<kind> <args...>`). An actor cannot
 /// set it: the range is stripped from actors' answers.
 pub const ERROR: &str = "x-wasmkeep-error";
+/// The mark of a hop that asks a node for an app's guests' log records
+/// (a tail across the cluster): never a call, never a relay. Its filter is
+/// in its path; it is signed, the mark among the signed names.
+pub const TAIL: &str = "x-wasmkeep-tail";
 
 /// Every name of the range the host sets.
-pub const NAMES: [&str; 11] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR];
+pub const NAMES: [&str; 12] =
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR, TAIL];
 
 /// The upgrade mark's one value.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";

@@ -14,8 +14,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use tokio::sync::broadcast;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc};
 
 use crate::{Exposition, Source};
 
@@ -33,7 +34,7 @@ const GUESTS_REMEMBERED: usize = 10_000;
 const WINDOW: Duration = Duration::from_secs(1);
 
 /// Which stream a line was written to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,
@@ -58,8 +59,10 @@ pub struct GuestWho {
     pub name: Option<Arc<str>>,
 }
 
-/// One line of a guest's, as the node keeps and tails it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One line of a guest's, as the node keeps and tails it (and as a tail
+/// across the cluster reads another node's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LogRecord {
     /// When it was written, in milliseconds since the Unix epoch.
     pub time_ms: u64,
@@ -71,10 +74,10 @@ pub struct LogRecord {
     /// The line, without its line break; invalid UTF-8 replaced.
     pub line: String,
     /// The line was longer than [`LINE_BYTES_MAX`]; this is its start.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
     /// Lines of this guest's dropped by the rate limit since its last record.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_before: u64,
     /// The trace and span of the event (or front request) that wrote it.
     pub trace_id: Option<String>,
@@ -86,7 +89,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Which records a tail wants: an app's, perhaps of one class, one actor.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogFilter {
     pub tenant: String,
     pub app: String,
@@ -255,6 +258,110 @@ impl GuestLogs {
     /// Lines of `tenant`'s guests dropped by the rate limit.
     pub fn dropped(&self, tenant: &str) -> u64 {
         self.dropped.lock().unwrap_or_else(|p| p.into_inner()).get(tenant).copied().unwrap_or(0)
+    }
+}
+
+/// Lines a tail holds for a slow reader before it waits for it (and the
+/// node's channel, if the reader stays slow, tells it what it missed).
+pub const TAIL_LINES_BUFFERED: usize = 256;
+
+/// What a tail carries: a record, or how many records a reader too slow
+/// for the guests missed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TailItem {
+    Record(Arc<LogRecord>),
+    Missed(u64),
+}
+
+impl TailItem {
+    /// The item as a line of the tail's NDJSON: the record's object, or
+    /// `{"missed": n}`.
+    pub fn line(&self) -> Bytes {
+        let mut bytes = match self {
+            Self::Record(record) => serde_json::to_vec(&**record).unwrap_or_default(),
+            Self::Missed(n) => format!("{{\"missed\":{n}}}").into_bytes(),
+        };
+        bytes.push(b'\n');
+        bytes.into()
+    }
+
+    /// A line of a tail's NDJSON read back (another node's): `None` when it
+    /// is neither.
+    pub fn parse(line: &[u8]) -> Option<Self> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Missed {
+            missed: u64,
+        }
+        if let Ok(record) = serde_json::from_slice::<LogRecord>(line) {
+            return Some(Self::Record(Arc::new(record)));
+        }
+        serde_json::from_slice::<Missed>(line).ok().map(|m| Self::Missed(m.missed))
+    }
+}
+
+impl GuestLogs {
+    /// The records `filter` wants into `tx`: those kept, then, with
+    /// `follow`, each one after as it is written, until `tx`'s reader
+    /// leaves or `stop` completes.
+    pub fn tail(
+        &self,
+        filter: LogFilter,
+        follow: bool,
+        tx: mpsc::Sender<TailItem>,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (kept, live) = self.recent_and_follow(&filter);
+        async move {
+            for record in kept {
+                if tx.send(TailItem::Record(record)).await.is_err() {
+                    return;
+                }
+            }
+            if follow {
+                follow_live(live, filter, tx, stop).await;
+            }
+        }
+    }
+}
+
+async fn follow_live(
+    mut live: broadcast::Receiver<Arc<LogRecord>>,
+    filter: LogFilter,
+    tx: mpsc::Sender<TailItem>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let next = tokio::select! {
+            next = live.recv() => next,
+            () = tx.closed() => return,
+            () = &mut stop => return,
+        };
+        let item = match next {
+            Ok(record) if filter.matches(&record) => TailItem::Record(record),
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(n)) => TailItem::Missed(n),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if tx.send(item).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A tail's body: its items as NDJSON lines, as they come.
+pub struct TailBody(pub mpsc::Receiver<TailItem>);
+
+impl http_body::Body for TailBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|item| item.map(|item| Ok(http_body::Frame::data(item.line()))))
     }
 }
 

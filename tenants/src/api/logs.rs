@@ -1,28 +1,26 @@
 //! An app's logs: its guests' stdout and stderr lines, as records (one
-//! JSON object a line), the ones the node kept and, with `follow=true`,
+//! JSON object a line), the ones the nodes kept and, with `follow=true`,
 //! every one after as it is written, until the client leaves or the node
-//! stops. A tenant sees its own apps' records only.
+//! stops. In a cluster, the node asked asks every other live node for its
+//! records of the app (a signed hop each), so a tail shows the whole app
+//! whichever node it reached. A tenant sees its own apps' records only.
 
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{mpsc, watch};
 use wasmkeep_core::names::{ActorName, ClassName};
-use wasmkeep_telemetry::logs::{LogFilter, LogRecord};
+use wasmkeep_telemetry::logs::{LogFilter, TAIL_LINES_BUFFERED, TailBody, TailItem};
 
 use super::apps::find;
 use super::{ApiError, Caller, Service};
 use crate::token::Scope;
 
-/// Lines a tail holds for a slow client before it waits for it (and the
-/// node's channel, if the client stays slow, tells it what it missed).
-const TAIL_LINES_BUFFERED: usize = 256;
+/// How long a tail without `follow` waits for the other nodes' records.
+const OTHERS_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,65 +58,56 @@ pub async fn tail(
     let logs = service.node.guest_logs();
     let content_type = [(http::header::CONTENT_TYPE, "application/x-ndjson")];
     if !query.follow {
-        let kept: Vec<u8> = logs.recent(&filter).iter().flat_map(|r| line(r)).collect();
+        // This node's kept records and every other node's, in time order.
+        let (tx, mut rx) = mpsc::channel(TAIL_LINES_BUFFERED);
+        let asked = service.node.tail_others(filter.clone(), false, tx);
+        let mut records = logs.recent(&filter);
+        if asked > 0 {
+            // A node slow to answer is left out rather than waited for.
+            let _ = tokio::time::timeout(OTHERS_WAIT, async {
+                while let Some(item) = rx.recv().await {
+                    if let TailItem::Record(record) = item {
+                        records.push(record);
+                    }
+                }
+            })
+            .await;
+        }
+        records.sort_by_key(|r| r.time_ms);
+        let kept: Vec<u8> = records.into_iter().flat_map(|r| TailItem::Record(r).line()).collect();
         return Ok((content_type, kept).into_response());
     }
-    let (kept, live) = logs.recent_and_follow(&filter);
     let (tx, rx) = mpsc::channel(TAIL_LINES_BUFFERED);
-    tokio::spawn(follow(kept, live, filter, tx, service.stopping.clone()));
-    Ok((content_type, axum::body::Body::new(Lines(rx))).into_response())
-}
-
-fn line(record: &LogRecord) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(record).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
-}
-
-/// Sends the kept records, then the live ones `filter` wants, until the
-/// client leaves or the node stops.
-async fn follow(
-    kept: Vec<Arc<LogRecord>>,
-    mut live: broadcast::Receiver<Arc<LogRecord>>,
-    filter: LogFilter,
-    tx: mpsc::Sender<Bytes>,
-    mut stopping: tokio::sync::watch::Receiver<bool>,
-) {
-    for record in kept {
-        if tx.send(line(&record).into()).await.is_err() {
-            return;
-        }
+    // The other nodes' records come through a forwarder of their own, so
+    // that the tail ends when the client leaves or this node stops, however
+    // the others are.
+    let (others_tx, others) = mpsc::channel(TAIL_LINES_BUFFERED);
+    if service.node.tail_others(filter.clone(), true, others_tx) > 0 {
+        tokio::spawn(forward(others, tx.clone(), service.stopping.clone()));
     }
+    let stop = stopped(service.stopping.clone());
+    tokio::spawn(logs.tail(filter, true, tx, stop));
+    Ok((content_type, axum::body::Body::new(TailBody(rx))).into_response())
+}
+
+/// Completes when the node starts to stop.
+async fn stopped(mut stopping: watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
+}
+
+/// Hands the other nodes' items on to the tail, until the client leaves
+/// or this node stops.
+async fn forward(mut others: mpsc::Receiver<TailItem>, tx: mpsc::Sender<TailItem>, stopping: watch::Receiver<bool>) {
+    let mut stop = std::pin::pin!(stopped(stopping));
     loop {
-        let next = tokio::select! {
-            next = live.recv() => next,
+        let item = tokio::select! {
+            item = others.recv() => item,
             () = tx.closed() => return,
-            _ = stopping.wait_for(|s| *s) => return,
+            () = &mut stop => return,
         };
-        let bytes: Bytes = match next {
-            Ok(record) if filter.matches(&record) => line(&record).into(),
-            Ok(_) => continue,
-            // The client read slower than the node's guests wrote.
-            Err(broadcast::error::RecvError::Lagged(n)) => format!("{{\"missed\":{n}}}\n").into(),
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        if tx.send(bytes).await.is_err() {
+        let Some(item) = item else { return };
+        if tx.send(item).await.is_err() {
             return;
         }
-    }
-}
-
-/// A tail's body: its lines as they come.
-struct Lines(mpsc::Receiver<Bytes>);
-
-impl http_body::Body for Lines {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|line| line.map(|bytes| Ok(http_body::Frame::data(bytes))))
     }
 }

@@ -50,6 +50,7 @@ fn the_names_are_the_cases_names_and_all_in_the_range() {
         ("handoff_path", HANDOFF_PATH),
         ("internal", INTERNAL),
         ("error", ERROR),
+        ("tail", TAIL),
     ];
     assert_eq!(names.len(), ours.len());
     assert_eq!(NAMES.len(), ours.len());
