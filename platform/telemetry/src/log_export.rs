@@ -20,7 +20,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::traces::{TraceSettings, env, protocol};
+use crate::traces::{TraceSettings, env, protocol, signal_endpoint};
 
 /// The logs endpoint: the setting's or the base variable's URL with
 /// `/v1/logs`, or the logs variable's as it is; none when nothing names
@@ -29,13 +29,7 @@ pub fn endpoint(settings: &TraceSettings) -> Option<String> {
     if env("OTEL_LOGS_EXPORTER").is_some_and(|e| e.trim().eq_ignore_ascii_case("none")) {
         return None;
     }
-    let base = |url: &str| format!("{}/v1/logs", url.trim_end_matches('/'));
-    match (&settings.endpoint, env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"), env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
-        (Some(url), _, _) => Some(base(url)),
-        (None, Some(url), _) => Some(url),
-        (None, None, Some(url)) => Some(base(&url)),
-        (None, None, None) => None,
-    }
+    signal_endpoint(settings, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "/v1/logs")
 }
 
 /// The running logs export: records still queued are sent when it is

@@ -95,8 +95,15 @@ pub(crate) fn protocol(settings: &TraceSettings, signal: &str) -> Result<opentel
 /// `/v1/traces`, or the traces variable's as it is; none when nothing
 /// names one (tracing is off).
 pub fn endpoint(settings: &TraceSettings) -> Option<String> {
-    let base = |url: &str| format!("{}/v1/traces", url.trim_end_matches('/'));
-    match (&settings.endpoint, env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+    signal_endpoint(settings, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces")
+}
+
+/// A signal's endpoint: the setting's or `OTEL_EXPORTER_OTLP_ENDPOINT`'s
+/// base URL with `path`, or the signal's own variable (`variable`) as it
+/// is; none when nothing names one.
+pub(crate) fn signal_endpoint(settings: &TraceSettings, variable: &str, path: &str) -> Option<String> {
+    let base = |url: &str| format!("{}{path}", url.trim_end_matches('/'));
+    match (&settings.endpoint, env(variable), env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
         (Some(url), _, _) => Some(base(url)),
         (None, Some(url), _) => Some(url),
         (None, None, Some(url)) => Some(base(&url)),

@@ -49,9 +49,13 @@ pub const INTERNAL: &str = "x-wasmkeep-internal";
 /// The host's error on a hop's answer, between nodes (a guest never sees it).
 pub const ERROR: &str = "x-wasmkeep-error";
 
+/// The mark of a node's request for an app's log records, between nodes
+/// (a guest never sees it).
+pub const TAIL: &str = "x-wasmkeep-tail";
+
 /// Every name of the range the host uses.
-pub const NAMES: [&str; 11] =
-    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR];
+pub const NAMES: [&str; 12] =
+    [CALLER, CHAIN, APP, TARGET, DEADLINE, UPGRADE, HANDOFF_CLASS, HANDOFF_NAME, HANDOFF_PATH, INTERNAL, ERROR, TAIL];
 
 /// The value of [`UPGRADE`], exactly.
 pub const UPGRADE_WEBSOCKET: &str = "websocket";
@@ -270,6 +274,7 @@ mod tests {
             ("handoff_path", HANDOFF_PATH),
             ("internal", INTERNAL),
             ("error", ERROR),
+            ("tail", TAIL),
         ];
         // Every name of the file is ours, and every one of ours is in it.
         assert_eq!(names.len(), ours.len(), "the file's names: {names:?}");
