@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{LogsService, LogsServiceServer};
+use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
 use prost::Message;
 
@@ -138,6 +140,29 @@ impl Collector {
         Self { addr, kept, requests, authorizations }
     }
 
+    /// A receiver of OTLP over gRPC (`TraceService` and `LogsService`,
+    /// served by tonic), keeping what it gets as [`Collector::start`]'s
+    /// does.
+    pub async fn start_grpc() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let grpc = Grpc { kept: Arc::default(), requests: Arc::default(), authorizations: Arc::default() };
+        let collector = Self {
+            addr,
+            kept: grpc.kept.clone(),
+            requests: grpc.requests.clone(),
+            authorizations: grpc.authorizations.clone(),
+        };
+        let incoming = tokio_stream_of(listener);
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(TraceServiceServer::new(grpc.clone()))
+                .add_service(LogsServiceServer::new(grpc))
+                .serve_with_incoming(incoming),
+        );
+        collector
+    }
+
     /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
@@ -236,4 +261,55 @@ fn records_of(request: ExportLogsServiceRequest) -> Vec<Record> {
         }
     }
     out
+}
+
+/// The gRPC receiver's services.
+#[derive(Clone)]
+struct Grpc {
+    kept: Arc<Mutex<Kept>>,
+    requests: Arc<Mutex<(usize, usize)>>,
+    authorizations: Arc<Mutex<Vec<String>>>,
+}
+
+impl Grpc {
+    fn saw<T>(&self, request: &tonic::Request<T>) {
+        self.requests.lock().unwrap().0 += 1;
+        if let Some(auth) = request.metadata().get("authorization").and_then(|v| v.to_str().ok()) {
+            self.authorizations.lock().unwrap().push(auth.to_owned());
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for Grpc {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.saw(&request);
+        self.kept.lock().unwrap().spans.extend(spans_of(request.into_inner()));
+        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
+    }
+}
+
+#[tonic::async_trait]
+impl LogsService for Grpc {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportLogsServiceRequest>,
+    ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+        self.saw(&request);
+        self.kept.lock().unwrap().records.extend(records_of(request.into_inner()));
+        Ok(tonic::Response::new(ExportLogsServiceResponse { partial_success: None }))
+    }
+}
+
+/// A listener's connections as the stream tonic's server takes.
+fn tokio_stream_of(
+    listener: tokio::net::TcpListener,
+) -> impl futures_util::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    futures_util::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| stream);
+        Some((accepted, listener))
+    })
 }

@@ -63,7 +63,7 @@ pub struct ServeConfig {
 pub struct TelemetrySettings {
     /// The OTLP collector's base URL (`/v1/traces` is added).
     pub otlp_endpoint: Option<String>,
-    /// `http/protobuf` (the only one built in).
+    /// `http/protobuf` (the default) or `grpc` (the base URL itself, 4317).
     pub otlp_protocol: Option<String>,
     /// The traces' `service.name` [default: wasmkeep].
     pub service_name: Option<String>,

@@ -515,3 +515,49 @@ async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     let read = token["token"].as_str().unwrap().to_owned();
     assert_eq!(set(read, beta_collector.endpoint(), "x").await.0, 403);
 }
+
+/// Over gRPC (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, the collector's base URL):
+/// the same spans and records reach a gRPC receiver, headers included.
+#[tokio::test]
+async fn spans_and_records_go_over_grpc_when_asked() {
+    let collector = Collector::start_grpc().await;
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = collector.endpoint();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer grpc-secret"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_BLRP_SCHEDULE_DELAY", "100"),
+    ];
+    let s = Serve::start_with(data.path(), &[], &env);
+    let alpha = signup(&s, "alpha").await;
+    common::deploy(&s, &alpha, "p").await;
+    let trace = "9bf92f3577b34da6a3ce929d0e0e4731";
+    assert_eq!(get_traced(&s, "p.alpha.localhost", "/actor/probe/a/print?text=over-grpc", trace).await, 200);
+    let spans = collector.trace(trace, |s| s.iter().any(|s| s.name == "actor.event")).await;
+    let event = one(&spans, "the event", |s| s.name == "actor.event");
+    assert_eq!(event.attr("wasmkeep.tenant"), Some("alpha"));
+    let records = collector.records_until(|r| r.iter().any(|r| r.body == "over-grpc 0")).await;
+    let record = records.iter().find(|r| r.body == "over-grpc 0").expect("the guest's line over gRPC");
+    assert_eq!((record.trace_id.as_str(), record.span_id.as_str()), (trace, event.span_id.as_str()));
+    assert!(collector.authorizations.lock().unwrap().iter().all(|a| a == "Bearer grpc-secret"));
+    assert!(!collector.authorizations.lock().unwrap().is_empty(), "the headers' variable is read");
+}
+
+/// A protocol that is not built in stops `serve` with one line.
+#[tokio::test]
+async fn an_unknown_otlp_protocol_is_one_line() {
+    let data = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        .args(["serve", "--data"])
+        .arg(data.path())
+        .args(["--listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() == 1 && err.contains("http/protobuf or grpc"), "{err}");
+}

@@ -15,6 +15,7 @@ mod exposition;
 pub mod log_export;
 pub mod logs;
 mod metrics;
+pub mod otlp;
 mod server;
 pub mod tenant_export;
 pub mod traces;

@@ -20,16 +20,18 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::traces::{TraceSettings, env, protocol, signal_endpoint};
+use crate::otlp::{self, env};
+use crate::traces::TraceSettings;
 
 /// The logs endpoint: the setting's or the base variable's URL with
 /// `/v1/logs`, or the logs variable's as it is; none when nothing names
 /// one, or when `OTEL_LOGS_EXPORTER` is `none`.
-pub fn endpoint(settings: &TraceSettings) -> Option<String> {
+pub fn endpoint(settings: &TraceSettings) -> Result<Option<String>, String> {
     if env("OTEL_LOGS_EXPORTER").is_some_and(|e| e.trim().eq_ignore_ascii_case("none")) {
-        return None;
+        return Ok(None);
     }
-    signal_endpoint(settings, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "/v1/logs")
+    let wire = otlp::wire(settings, &otlp::LOGS)?;
+    Ok(otlp::endpoint(settings, &otlp::LOGS, wire))
 }
 
 /// The running logs export: records still queued are sent when it is
@@ -48,15 +50,13 @@ impl LogExport {
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
-        let protocol = protocol(settings, "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")?;
-        use opentelemetry_otlp::WithExportConfig;
-        let exporter = opentelemetry_otlp::LogExporter::builder()
-            .with_http()
-            .with_protocol(protocol)
-            .with_endpoint(endpoint.clone())
-            .build()
-            .map_err(|e| format!("the OTLP logs exporter for {endpoint}: {e}"))?;
-        let provider = SdkLoggerProvider::builder().with_resource(resource).with_batch_exporter(exporter).build();
+        let wire = otlp::wire(settings, &otlp::LOGS)?;
+        let provider = SdkLoggerProvider::builder().with_resource(resource);
+        let provider = match otlp::log_exporter(&endpoint, wire)? {
+            otlp::Exporter::Http(exporter) => provider.with_batch_exporter(exporter),
+            otlp::Exporter::Grpc(exporter) => provider.with_batch_exporter(exporter),
+        }
+        .build();
         let layer = GuestRecords::layer(&provider);
         Ok((Self { provider }, layer))
     }
@@ -196,11 +196,12 @@ mod tests {
         if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
             && std::env::var_os("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT").is_none()
         {
-            assert_eq!(endpoint(&TraceSettings::default()), None);
+            assert_eq!(endpoint(&TraceSettings::default()), Ok(None));
         }
-        if std::env::var_os("OTEL_LOGS_EXPORTER").is_none() {
+        if std::env::var_os("OTEL_LOGS_EXPORTER").is_none() && std::env::var_os("OTEL_EXPORTER_OTLP_PROTOCOL").is_none()
+        {
             let named = TraceSettings { endpoint: Some("http://collector:4318/".into()), ..Default::default() };
-            assert_eq!(endpoint(&named).as_deref(), Some("http://collector:4318/v1/logs"));
+            assert_eq!(endpoint(&named), Ok(Some("http://collector:4318/v1/logs".into())));
         }
     }
 

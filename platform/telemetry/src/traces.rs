@@ -26,6 +26,7 @@ use tracing_subscriber::registry::LookupSpan;
 use wasmkeep_core::TraceContext;
 
 use crate::log_export::LogExport;
+use crate::otlp::{self, env};
 use crate::tenant_export::{TenantExports, TenantSpans};
 
 /// The target of every span of the request path.
@@ -42,7 +43,7 @@ pub const TARGET: &str = "wasmkeep::trace";
 pub struct TraceSettings {
     /// The collector's base URL (`/v1/traces` is added).
     pub endpoint: Option<String>,
-    /// `http/protobuf`, the only one built in.
+    /// `http/protobuf` (the default) or `grpc`.
     pub protocol: Option<String>,
     pub service_name: Option<String>,
     /// This node's id, as `service.instance.id` (a node of a cluster).
@@ -71,44 +72,12 @@ impl Drop for Tracing {
     }
 }
 
-pub(crate) fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// The OTLP protocol: the setting's, the signal's variable (`signal`),
-/// or `OTEL_EXPORTER_OTLP_PROTOCOL`'s; `http/protobuf` by default and the
-/// only one built in.
-pub(crate) fn protocol(settings: &TraceSettings, signal: &str) -> Result<opentelemetry_otlp::Protocol, String> {
-    let protocol = settings
-        .protocol
-        .clone()
-        .or_else(|| env(signal))
-        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-        .unwrap_or_else(|| "http/protobuf".into());
-    if protocol != "http/protobuf" {
-        return Err(format!("OTLP protocol {protocol:?}: only http/protobuf is built in"));
-    }
-    Ok(opentelemetry_otlp::Protocol::HttpBinary)
-}
-
-/// The traces endpoint: the setting's or the base variable's URL with
-/// `/v1/traces`, or the traces variable's as it is; none when nothing
-/// names one (tracing is off).
-pub fn endpoint(settings: &TraceSettings) -> Option<String> {
-    signal_endpoint(settings, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces")
-}
-
-/// A signal's endpoint: the setting's or `OTEL_EXPORTER_OTLP_ENDPOINT`'s
-/// base URL with `path`, or the signal's own variable (`variable`) as it
-/// is; none when nothing names one.
-pub(crate) fn signal_endpoint(settings: &TraceSettings, variable: &str, path: &str) -> Option<String> {
-    let base = |url: &str| format!("{}{path}", url.trim_end_matches('/'));
-    match (&settings.endpoint, env(variable), env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
-        (Some(url), _, _) => Some(base(url)),
-        (None, Some(url), _) => Some(url),
-        (None, None, Some(url)) => Some(base(&url)),
-        (None, None, None) => None,
-    }
+/// The traces endpoint: the setting's or the base variable's URL (with
+/// `/v1/traces` over HTTP), or the traces variable's as it is; none when
+/// nothing names one (tracing is off).
+pub fn endpoint(settings: &TraceSettings) -> Result<Option<String>, String> {
+    let wire = otlp::wire(settings, &otlp::TRACES)?;
+    Ok(otlp::endpoint(settings, &otlp::TRACES, wire))
 }
 
 impl Tracing {
@@ -122,8 +91,8 @@ impl Tracing {
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
-        let endpoint = endpoint(settings);
-        let logs_endpoint = crate::log_export::endpoint(settings);
+        let endpoint = endpoint(settings)?;
+        let logs_endpoint = crate::log_export::endpoint(settings)?;
         if endpoint.is_none() && tenants.is_none() && logs_endpoint.is_none() {
             return Ok(None);
         }
@@ -147,7 +116,11 @@ impl Tracing {
             (endpoint, tenants) => {
                 let mut provider = SdkTracerProvider::builder().with_resource(resource);
                 if let Some(endpoint) = endpoint {
-                    provider = provider.with_batch_exporter(Self::exporter(settings, endpoint)?);
+                    let wire = otlp::wire(settings, &otlp::TRACES)?;
+                    provider = match otlp::span_exporter(&endpoint, wire)? {
+                        otlp::Exporter::Http(exporter) => provider.with_batch_exporter(exporter),
+                        otlp::Exporter::Grpc(exporter) => provider.with_batch_exporter(exporter),
+                    };
                 }
                 if let Some(tenants) = tenants {
                     provider = provider.with_span_processor(TenantSpans(tenants));
@@ -171,18 +144,6 @@ impl Tracing {
                 .with_filter(tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO))
         });
         Ok(Some((Self { provider, logs }, Layer::and_then(spans, records))))
-    }
-
-    /// The operator's OTLP span exporter, to `endpoint`.
-    fn exporter(settings: &TraceSettings, endpoint: String) -> Result<opentelemetry_otlp::SpanExporter, String> {
-        let protocol = protocol(settings, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")?;
-        use opentelemetry_otlp::WithExportConfig;
-        opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(protocol)
-            .with_endpoint(endpoint.clone())
-            .build()
-            .map_err(|e| format!("the OTLP exporter for {endpoint}: {e}"))
     }
 }
 
@@ -328,10 +289,12 @@ mod tests {
         if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
             && std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
         {
-            assert_eq!(endpoint(&settings), None);
+            assert_eq!(endpoint(&settings), Ok(None));
         }
         let named = TraceSettings { endpoint: Some("http://collector:4318/".into()), ..Default::default() };
-        assert_eq!(endpoint(&named).as_deref(), Some("http://collector:4318/v1/traces"));
+        if std::env::var_os("OTEL_EXPORTER_OTLP_PROTOCOL").is_none() {
+            assert_eq!(endpoint(&named), Ok(Some("http://collector:4318/v1/traces".into())));
+        }
     }
 
     /// The node's subscriber as `main` makes it: with no export, the
