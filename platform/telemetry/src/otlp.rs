@@ -171,38 +171,35 @@ pub(crate) enum Exporter<E> {
     Grpc(OnRuntime<E>),
 }
 
+/// An OTLP exporter from `builder` (a signal's exporter builder) to
+/// `endpoint` over `wire`; `what` names it in an error. A macro: the
+/// signals' builders share their methods' names, not a trait.
+macro_rules! build_exporter {
+    ($builder:expr, $endpoint:expr, $wire:expr, $what:literal) => {{
+        let endpoint: &str = $endpoint;
+        let failed = |e: opentelemetry_otlp::ExporterBuildError| format!("{} for {endpoint}: {e}", $what);
+        match $wire {
+            Wire::HttpProtobuf => $builder
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_endpoint(endpoint)
+                .build()
+                .map(Exporter::Http)
+                .map_err(failed),
+            Wire::Grpc => OnRuntime::build(|| $builder.with_tonic().with_endpoint(endpoint).build().map_err(failed))
+                .map(Exporter::Grpc),
+        }
+    }};
+}
+
 /// The span exporter to `endpoint` over `wire`.
 pub(crate) fn span_exporter(endpoint: &str, wire: Wire) -> Result<Exporter<opentelemetry_otlp::SpanExporter>, String> {
-    let failed = |e: opentelemetry_otlp::ExporterBuildError| format!("the OTLP exporter for {endpoint}: {e}");
-    let builder = opentelemetry_otlp::SpanExporter::builder();
-    match wire {
-        Wire::HttpProtobuf => builder
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(endpoint)
-            .build()
-            .map(Exporter::Http)
-            .map_err(failed),
-        Wire::Grpc => OnRuntime::build(|| builder.with_tonic().with_endpoint(endpoint).build().map_err(failed))
-            .map(Exporter::Grpc),
-    }
+    build_exporter!(opentelemetry_otlp::SpanExporter::builder(), endpoint, wire, "the OTLP exporter")
 }
 
 /// The log exporter to `endpoint` over `wire`.
 pub(crate) fn log_exporter(endpoint: &str, wire: Wire) -> Result<Exporter<opentelemetry_otlp::LogExporter>, String> {
-    let failed = |e: opentelemetry_otlp::ExporterBuildError| format!("the OTLP logs exporter for {endpoint}: {e}");
-    let builder = opentelemetry_otlp::LogExporter::builder();
-    match wire {
-        Wire::HttpProtobuf => builder
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(endpoint)
-            .build()
-            .map(Exporter::Http)
-            .map_err(failed),
-        Wire::Grpc => OnRuntime::build(|| builder.with_tonic().with_endpoint(endpoint).build().map_err(failed))
-            .map(Exporter::Grpc),
-    }
+    build_exporter!(opentelemetry_otlp::LogExporter::builder(), endpoint, wire, "the OTLP logs exporter")
 }
 
 #[cfg(test)]
