@@ -354,7 +354,8 @@ async fn execute(
         slot @ None => {
             tracing::Span::current().record("wasmkeep.actor.woke", true);
             app.metrics.woke();
-            let host = ActorEventHost::new(node.clone(), envelope.app.clone(), actor.clone(), context);
+            let host =
+                ActorEventHost::new(node.clone(), envelope.app.clone(), app.stored.clone(), actor.clone(), context);
             let label = GuestLabel::actor(&envelope.app, &actor.address);
             let cpu = node.cpu_share(&envelope.app);
             let instance =

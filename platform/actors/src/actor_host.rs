@@ -278,14 +278,22 @@ pub struct ActorEventHost {
 }
 
 impl ActorEventHost {
-    pub(crate) fn new(node: Arc<NodeInner>, app: Arc<AppRef>, key: ActorKey, event: EventContext) -> Self {
+    /// The host of actor `key` of `app`, whose commits mark `stored`
+    /// (what the app stores, [`crate::usage::StoredBytes`]).
+    pub(crate) fn new(
+        node: Arc<NodeInner>,
+        app: Arc<AppRef>,
+        stored: Arc<crate::usage::StoredBytes>,
+        key: ActorKey,
+        event: EventContext,
+    ) -> Self {
         Self {
             address: key.address.to_string(),
             gate: StorageGate::new(
                 node.store.clone(),
                 app.clone(),
                 node.metrics.store_commit_seconds.clone(),
-                node.app(key.app).map(|a| a.stored.clone()).unwrap_or_default(),
+                stored,
                 key.clone(),
                 &event,
             ),
@@ -492,7 +500,7 @@ mod tests {
             tenant: wasmkeep_core::TenantId::parse("t").unwrap(),
             name: wasmkeep_core::AppName::parse("a").unwrap(),
         });
-        let host = ActorEventHost::new(node.0.clone(), app, key, context(epoch));
+        let host = ActorEventHost::new(node.0.clone(), app, Default::default(), key, context(epoch));
         (dir, host)
     }
 

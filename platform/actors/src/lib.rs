@@ -792,14 +792,14 @@ impl Node {
     pub fn usage(&self, id: AppId) -> Option<Usage> {
         let app = self.0.app(id)?;
         let get = AppUsage::get;
-        let egress = &app.egress_counts;
+        let (egress_requests, egress_bytes) = app.egress_counts.unrecorded();
         let counts = UsageCounts {
             requests: get(&app.usage.requests),
             events: get(&app.usage.events),
             cpu_micros: get(&app.usage.cpu_micros),
             wall_micros: get(&app.usage.wall_micros),
-            egress_requests: get(&egress.requests),
-            egress_bytes: get(&egress.bytes),
+            egress_requests,
+            egress_bytes,
         };
         Some(Usage { counts, sockets: self.0.sockets.count_where(|k| k.app == id) })
     }
@@ -818,8 +818,7 @@ impl Node {
         take(&app.usage.events, told.events);
         take(&app.usage.cpu_micros, told.cpu_micros);
         take(&app.usage.wall_micros, told.wall_micros);
-        take(&app.egress_counts.requests, told.egress_requests);
-        take(&app.egress_counts.bytes, told.egress_bytes);
+        app.egress_counts.recorded(told.egress_requests, told.egress_bytes);
     }
 
     /// The entry of an embedder (a benchmark, a test, a tool): builds the

@@ -74,16 +74,15 @@ impl Source for Node {
             "Bytes of keys and values an app's actors store, as the store last counted them (within seconds of a commit on this node), by tenant and app.",
             per_app(&|app| app.stored.get()),
         );
-        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         out.counter(
             "wasmkeep_egress_requests_total",
             "Outbound HTTP requests of an app's guests, by tenant and app.",
-            per_app(&|app| Some(load(&app.egress_counts.total_requests))),
+            per_app(&|app| Some(app.egress_counts.totals().0)),
         );
         out.counter(
             "wasmkeep_egress_bytes_total",
             "Bytes of the answers' bodies to an app's guests' outbound requests, by tenant and app.",
-            per_app(&|app| Some(load(&app.egress_counts.total_bytes))),
+            per_app(&|app| Some(app.egress_counts.totals().1)),
         );
         let pool = &self.0.pool;
         let slots = &self.0.front_slots;

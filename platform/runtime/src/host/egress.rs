@@ -46,27 +46,45 @@ pub struct Egress {
     pub(crate) trace: TraceContext,
 }
 
-/// An app's outbound requests, and the bytes of their answers' bodies:
-/// those not yet recorded as usage (`requests`, `bytes`: the control plane
-/// takes off what it records), and all since the node started (`total_*`,
-/// the metrics' counters).
+/// An app's outbound requests, and the bytes of their answers' bodies,
+/// since the node started (the metrics' counters), and how much of them
+/// the control plane has recorded as usage: what is left to record is the
+/// difference, never counted twice.
 #[derive(Debug, Default)]
 pub struct EgressCounts {
-    pub requests: AtomicU64,
-    pub bytes: AtomicU64,
-    pub total_requests: AtomicU64,
-    pub total_bytes: AtomicU64,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    recorded_requests: AtomicU64,
+    recorded_bytes: AtomicU64,
 }
 
 impl EgressCounts {
     fn request(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.total_requests.fetch_add(1, Ordering::Relaxed);
     }
 
     fn received(&self, bytes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.total_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Requests and bytes since the node started.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.requests.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// Requests and bytes not yet recorded as usage.
+    pub fn unrecorded(&self) -> (u64, u64) {
+        let (requests, bytes) = self.totals();
+        (
+            requests.saturating_sub(self.recorded_requests.load(Ordering::Relaxed)),
+            bytes.saturating_sub(self.recorded_bytes.load(Ordering::Relaxed)),
+        )
+    }
+
+    /// The control plane recorded `requests` and `bytes` more.
+    pub fn recorded(&self, requests: u64, bytes: u64) {
+        self.recorded_requests.fetch_add(requests, Ordering::Relaxed);
+        self.recorded_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -279,4 +297,25 @@ async fn connect(policy: &EgressPolicy, host: &str, port: u16) -> Result<TcpStre
         }
     }
     Err(Error::Connect(last.expect("one address was tried")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EgressCounts;
+
+    /// The totals only grow; what is left to record is what the control
+    /// plane has not recorded, whatever was counted meanwhile.
+    #[test]
+    fn usage_is_the_totals_less_what_was_recorded() {
+        let counts = EgressCounts::default();
+        counts.request();
+        counts.received(5);
+        counts.request();
+        assert_eq!((counts.totals(), counts.unrecorded()), ((2, 5), (2, 5)));
+        let told = counts.unrecorded();
+        counts.request();
+        counts.received(7);
+        counts.recorded(told.0, told.1);
+        assert_eq!((counts.totals(), counts.unrecorded()), ((3, 12), (1, 7)));
+    }
 }
