@@ -9,6 +9,7 @@ async fn node_with_values(required: &[&str]) -> TestNode {
         front: None,
         classes: probe_classes(),
         required_values: required.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
     };
     TestNode::start(test_limits(), spec).await
 }
@@ -120,11 +121,8 @@ async fn capacity_waits_for_an_instance_then_refuses_with_503() {
         idle_secs: 1.0,
         ..test_limits()
     };
-    let spec = VersionSpec {
-        front: None,
-        classes: vec![class("open", Access::Open, &guests().probe)],
-        required_values: vec![],
-    };
+    let spec =
+        VersionSpec { front: None, classes: vec![class("open", Access::Open, &guests().probe)], ..Default::default() };
     let n = TestNode::start(limits, spec).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
     let started = std::time::Instant::now();
@@ -140,8 +138,7 @@ async fn capacity_waits_for_an_instance_then_refuses_with_503() {
 #[tokio::test]
 async fn existence_is_judged_before_capacity() {
     let limits = wasmkeep_core::Limits { pool_instances: 2, front_slots: 1, admission_wait_secs: 0.2, ..test_limits() };
-    let n =
-        TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await;
+    let n = TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), ..Default::default() }).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
     // The pool is full, but a missing `existing` actor is 404, not 503.
     assert_eq!(n.get("/actor/existing/nobody/").await.status, 404);

@@ -10,7 +10,7 @@ use wasmkeep_core::Limits;
 use wasmkeep_tests::{TestNode, probe_classes, test_limits};
 
 async fn node(limits: Limits) -> TestNode {
-    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await
+    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), ..Default::default() }).await
 }
 
 /// What actor `from` got when it called `to` at `path`.

@@ -140,7 +140,7 @@ impl Cluster {
             let spec = VersionSpec {
                 front: None,
                 classes: vec![class("probe", Access::Open, &guests().probe)],
-                required_values: vec![],
+                ..Default::default()
             };
             app = Some(node.deploy("t", "app", spec).await.unwrap().app);
             nodes.lock().unwrap().insert(name.to_string(), node);

@@ -14,7 +14,7 @@ use wasmkeep_tests::{TestNode, class, guests, probe_classes, test_limits};
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 fn spec(classes: Vec<wasmkeep_actors::ClassSpec>) -> VersionSpec {
-    VersionSpec { front: Some(guests().front.clone()), classes, required_values: vec![] }
+    VersionSpec { front: Some(guests().front.clone()), classes, ..Default::default() }
 }
 
 async fn socket(n: &TestNode, path: &str) -> Ws {

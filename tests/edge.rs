@@ -78,7 +78,7 @@ async fn a_component_the_host_cannot_serve_is_refused_naming_why() {
     let spec = VersionSpec {
         front: None,
         classes: vec![class("fan", Access::Open, &guests().uses_calls)],
-        required_values: vec![],
+        ..Default::default()
     };
     node.deploy("t", "fan", spec).await.unwrap();
 
@@ -86,26 +86,26 @@ async fn a_component_the_host_cannot_serve_is_refused_naming_why() {
     let spec = VersionSpec {
         front: None,
         classes: vec![class("web", Access::Open, &guests().uses_http)],
-        required_values: vec![],
+        ..Default::default()
     };
     node.deploy("t", "web", spec).await.unwrap();
 
     // A front has no storage: an actor deployed as a front is refused,
     // naming the first import wasmtime cannot satisfy.
-    let spec = VersionSpec { front: Some(guests().probe.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().probe.clone()), classes: vec![], ..Default::default() };
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert!(err.starts_with("front: component imports `wasmkeep:actor/"), "{err}");
     assert!(err.ends_with("`, which this host does not provide"), "{err}");
 
     // A front deployed as an actor class lacks the events export.
     let spec =
-        VersionSpec { front: None, classes: vec![class("f", Access::Open, &guests().front)], required_values: vec![] };
+        VersionSpec { front: None, classes: vec![class("f", Access::Open, &guests().front)], ..Default::default() };
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert!(err.starts_with("class f: component does not export the `wasmkeep:actor/events@0.2.0` interface"), "{err}");
     assert!(!err.contains('\n'));
 
     let spec =
-        VersionSpec { front: None, classes: vec![class("junk", Access::Open, b"not wasm")], required_values: vec![] };
+        VersionSpec { front: None, classes: vec![class("junk", Access::Open, b"not wasm")], ..Default::default() };
     let err = node.deploy("t", "app", spec).await.unwrap_err().to_string();
     assert!(err.starts_with("class junk: not a valid component"), "{err}");
     assert!(!err.contains('\n'));
@@ -114,7 +114,7 @@ async fn a_component_the_host_cannot_serve_is_refused_naming_why() {
     let spec = VersionSpec {
         front: None,
         classes: vec![class("a", Access::Open, probe), class("a", Access::Open, probe)],
-        required_values: vec![],
+        ..Default::default()
     };
     assert_eq!(node.deploy("t", "app", spec).await.unwrap_err().to_string(), "class a is named twice");
 }

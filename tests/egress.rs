@@ -60,7 +60,7 @@ fn check(fetched: &Value) {
 #[tokio::test]
 async fn an_upstreams_header_range_never_reaches_a_front() {
     let url = upstream().await;
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let a = n.get(&format!("/fetch?url={}", enc(&url))).await;
     assert_eq!(a.status, 200, "{}", a.body);
@@ -73,7 +73,7 @@ async fn an_upstreams_header_range_never_reaches_an_actor() {
     let spec = VersionSpec {
         front: None,
         classes: vec![class("web", Access::Open, &guests().uses_http)],
-        required_values: vec![],
+        ..Default::default()
     };
     let n = TestNode::start(test_limits(), spec).await;
     let a = n.get(&format!("/actor/web/a/?url={}", enc(&url))).await;
@@ -85,7 +85,7 @@ async fn an_upstreams_header_range_never_reaches_an_actor() {
 async fn an_unreachable_upstream_is_an_error_for_the_guest_not_the_host() {
     // A port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let a = n.get(&format!("/fetch?url={}", enc(&format!("http://127.0.0.1:{port}/")))).await;
     assert_eq!(a.status, 200);
@@ -96,7 +96,7 @@ async fn an_unreachable_upstream_is_an_error_for_the_guest_not_the_host() {
 async fn public_node(allowed_hosts: Option<Vec<&str>>) -> TestNode {
     use wasmkeep_core::egress::{EgressPolicy, HostPattern};
     let allowed_hosts = allowed_hosts.map(|h| h.iter().map(|h| HostPattern::parse(h).unwrap()).collect());
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     TestNode::start_with_egress(test_limits(), spec, EgressPolicy::Public { allowed_hosts }).await
 }
 
@@ -185,7 +185,7 @@ async fn tls_upstream() -> (Vec<u8>, String) {
 #[tokio::test]
 async fn https_egress_trusts_the_configured_roots_and_refuses_others() {
     let (ca, url) = tls_upstream().await;
-    let spec = || VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = || VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     // Trusting the upstream's CA: the answer arrives, over TLS.
     let n = TestNode::start_with_egress_roots(test_limits(), spec(), ca).await;
     let a = n.get(&format!("/fetch?url={}", enc(&url))).await;
@@ -242,7 +242,7 @@ async fn an_outbound_request_carries_its_events_trace_context() {
     let spec = VersionSpec {
         front: Some(guests().front.clone()),
         classes: vec![class("web", Access::Open, &guests().uses_http)],
-        required_values: vec![],
+        ..Default::default()
     };
     let n = TestNode::start(test_limits(), spec).await;
     let client = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";

@@ -11,7 +11,7 @@ use wasmkeep_core::Limits;
 use wasmkeep_tests::{TestNode, guests, probe_classes, test_limits};
 
 fn spec(required_values: Vec<String>) -> VersionSpec {
-    VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values }
+    VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values, ..Default::default() }
 }
 
 /// Starts a 2 s event on `open/busy` (it adds 100 to its count first) and

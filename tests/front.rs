@@ -11,7 +11,7 @@ use wasmkeep_core::Limits;
 use wasmkeep_tests::{TestNode, enc, guests, probe_classes, test_limits};
 
 fn spec() -> VersionSpec {
-    VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] }
+    VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() }
 }
 
 async fn node(limits: Limits) -> TestNode {
@@ -335,7 +335,7 @@ async fn the_front_reads_the_apps_values() {
 
 /// A node whose front streams its answers slowly, cut at a 1 s wall.
 async fn dripping_node() -> TestNode {
-    let spec = VersionSpec { front: Some(guests().raw_front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().raw_front.clone()), classes: vec![], ..Default::default() };
     TestNode::start(Limits { front_wall_secs: 1.0, ..test_limits() }, spec).await
 }
 

@@ -37,11 +37,8 @@ async fn probe_node(
     let sqlite = Arc::new(SqliteStore::open_with(&data.path().join("store.db"), durability).unwrap());
     let store = FaultyStore::new(sqlite.clone());
     let faults = store.faults();
-    let spec = VersionSpec {
-        front: None,
-        classes: vec![class("open", Access::Open, &guests().probe)],
-        required_values: vec![],
-    };
+    let spec =
+        VersionSpec { front: None, classes: vec![class("open", Access::Open, &guests().probe)], ..Default::default() };
     (TestNode::start_with(data, Arc::new(store), limits, spec).await, faults, sqlite)
 }
 

@@ -11,7 +11,7 @@ use wasmkeep_actors::VersionSpec;
 use wasmkeep_tests::{Answer, TestNode, enc, eventually, guests, probe_classes, test_limits, upgrade_and_leave};
 
 async fn node() -> TestNode {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     TestNode::start(test_limits(), spec).await
 }
 
@@ -150,7 +150,7 @@ async fn next_text(ws: &mut Ws) -> String {
 
 #[tokio::test]
 async fn a_front_sockets_mark_survives_hibernation() {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(wasmkeep_core::Limits { idle_secs: 0.2, ..test_limits() }, spec).await;
     let mut ws = hand_off_socket(&n, "parked").await;
     assert!(eventually(Duration::from_secs(5), || n.node.resident_actors() == 0).await, "the room hibernated");
@@ -185,6 +185,7 @@ async fn a_hand_off_to_an_app_missing_a_required_value_is_503() {
         front: Some(guests().front.clone()),
         classes: probe_classes(),
         required_values: vec!["K".into()],
+        ..Default::default()
     };
     let n = TestNode::start(test_limits(), spec).await;
     let a = upgrade(&n, "/ws/internal/room", &[]).await;
@@ -211,7 +212,7 @@ async fn a_message_queued_behind_the_delete_does_not_create_the_actor_again() {
 
 #[tokio::test]
 async fn a_hand_off_past_the_socket_bounds_is_503_retry_after_5() {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(wasmkeep_core::Limits { sockets_per_actor: 1, ..test_limits() }, spec).await;
     let _first = hand_off_socket(&n, "small").await;
     let a = upgrade(&n, "/ws/internal/small", &[]).await;
@@ -227,7 +228,7 @@ async fn recorded(n: &TestNode, actor: &str, what: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_client_leaving_while_a_handed_off_socket_opens_leaves_nothing_behind() {
     let limits = wasmkeep_core::Limits { sockets_per_actor: 2, ..test_limits() };
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(limits, spec).await;
     // The first open (1.5 s) runs after its client left; the second waits
     // behind it, and its client is gone before it runs.

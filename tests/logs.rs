@@ -48,7 +48,7 @@ fn lines_with(needle: &str) -> Vec<String> {
 
 async fn node(limits: Limits) -> TestNode {
     log();
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     TestNode::start(limits, spec).await
 }
 

@@ -35,7 +35,7 @@ fn has(text: &str, line: &str) -> bool {
 
 #[tokio::test]
 async fn the_families_are_named_and_counted() {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let url = scrape_url(&n).await;
     let text = scrape(&n, &url).await;
@@ -67,7 +67,7 @@ async fn the_families_are_named_and_counted() {
 async fn the_queue_depth_is_per_class_and_only_for_classes_that_exist() {
     let n = TestNode::start(
         Limits { ..test_limits() },
-        VersionSpec { front: None, classes: probe_classes(), required_values: vec![] },
+        VersionSpec { front: None, classes: probe_classes(), ..Default::default() },
     )
     .await;
     let url = scrape_url(&n).await;
@@ -100,7 +100,7 @@ async fn the_queue_depth_is_per_class_and_only_for_classes_that_exist() {
 /// resident actors, its guests' CPU) under its tenant and app only.
 #[tokio::test]
 async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let url = scrape_url(&n).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
@@ -150,7 +150,7 @@ async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
 /// refusal makes, in the metrics table of docs/observability.md.
 #[tokio::test]
 async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let url = scrape_url(&n).await;
     assert_eq!(n.get("/actor/open/a/count").await.status, 200);
@@ -199,7 +199,7 @@ async fn the_dashboard_and_the_alerts_name_only_families_that_exist() {
 #[tokio::test]
 async fn storage_and_egress_are_per_app() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let url = scrape_url(&n).await;
     let sample = |text: &str, name: &str| -> Option<f64> {

@@ -207,7 +207,7 @@ async fn a_name_with_a_broken_escape_is_400_and_creates_nothing() {
 
 #[tokio::test]
 async fn request_trailers_lose_the_hosts_range() {
-    let spec = VersionSpec { front: Some(guests().raw_front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().raw_front.clone()), classes: vec![], ..Default::default() };
     let n = TestNode::start(test_limits(), spec).await;
     let answer = exchange(
         &n,
@@ -225,7 +225,7 @@ async fn request_trailers_lose_the_hosts_range() {
 async fn a_slow_body_to_the_front_holds_no_slot() {
     // Two slots; four clients sending a small body a byte a second.
     let limits = Limits { front_slots: 2, front_slots_per_client: 2, pool_instances: 20, ..test_limits() };
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     let n = TestNode::start(limits, spec).await;
     let mut slow = Vec::new();
     for _ in 0..4 {
@@ -250,7 +250,7 @@ async fn a_slow_body_to_the_front_holds_no_slot() {
 async fn one_client_holds_at_most_its_share_of_the_front_slots() {
     // Four slots, half for one client (the default share).
     let limits = Limits { front_slots: 4, pool_instances: 20, ..Limits::default() };
-    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], required_values: vec![] };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
     let n = TestNode::start(limits, spec).await;
     let client =
         |from: &str| reqwest::Client::builder().local_address(from.parse::<IpAddr>().unwrap()).build().unwrap();
@@ -279,11 +279,7 @@ async fn bodies_past_the_nodes_budget_wait_then_503() {
     };
     let n = TestNode::start(
         limits,
-        VersionSpec {
-            front: None,
-            classes: vec![class("open", Access::Open, &guests().probe)],
-            required_values: vec![],
-        },
+        VersionSpec { front: None, classes: vec![class("open", Access::Open, &guests().probe)], ..Default::default() },
     )
     .await;
     // Two bodies of 500 KiB held for 2 s by slow events fill the budget.

@@ -15,7 +15,7 @@ use wasmkeep_tests::{TestNode, envelope, eventually, probe_classes, test_limits,
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn node(limits: Limits) -> TestNode {
-    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), required_values: vec![] }).await
+    TestNode::start(limits, VersionSpec { front: None, classes: probe_classes(), ..Default::default() }).await
 }
 
 async fn connect(n: &TestNode, path: &str) -> Ws {

@@ -12,7 +12,7 @@ fn spec() -> VersionSpec {
     VersionSpec {
         front: None,
         classes: vec![class("open", Access::Open, probe), class("existing", Access::Existing, probe)],
-        required_values: vec![],
+        ..Default::default()
     }
 }
 

@@ -28,12 +28,13 @@ use crate::{flag, stats};
 #[derive(Default)]
 struct MemoryHost {
     kv: BTreeMap<String, Vec<u8>>,
+    values: BTreeMap<String, String>,
     trace: wasmkeep_core::TraceContext,
 }
 
 impl GuestHost for MemoryHost {
-    fn value(&self, _name: &str) -> Option<String> {
-        None
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
     }
     fn trace(&self) -> &wasmkeep_core::TraceContext {
         &self.trace
@@ -102,7 +103,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         };
         let runtime: Runtime<MemoryHost, MemoryHost> =
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
-        let component = Arc::new(runtime.load_actor(&probe).map_err(|e| e.to_string())?);
+        let component = Arc::new(runtime.load_actor(&probe, &Default::default()).map_err(|e| e.to_string())?);
         let peek = Request { method: "GET".into(), path: "/peek".into(), headers: vec![], body: vec![] };
         let peek_event = GuestEvent::Request(peek.clone());
 

@@ -33,7 +33,7 @@ pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> 
     let spec = VersionSpec {
         front: None,
         classes: vec![wasmkeep_tests::class("probe", Access::Open, probe)],
-        required_values: vec![],
+        ..Default::default()
     };
     let app = node.deploy("bench", app_name, spec).await.map_err(|e| e.to_string())?.app;
     Ok(ProbeNode { node, app, _data: data })

@@ -2,7 +2,7 @@
 //! components it names (documented in `tenants/openapi.yaml`).
 //!
 //! ```json
-//! {"manifest": {"values": ["TOKEN"], "front": "web",
+//! {"manifest": {"values": ["TOKEN"], "front": "web", "env": {"LOG_LEVEL": "debug"},
 //!               "classes": {"room": {"access": "open", "component": "room"}}},
 //!  "components": {"web": "<base64>", "room": "<base64>"}}
 //! ```
@@ -41,6 +41,9 @@ pub struct BundleManifest {
     pub front: Option<String>,
     #[serde(default)]
     pub classes: BTreeMap<String, BundleClass>,
+    /// Environment variables of every front and actor (plain settings).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -72,6 +75,7 @@ pub fn parse(body: &[u8]) -> Result<VersionSpec, String> {
     for name in &m.values {
         check_value_name(name).map_err(|e| format!("manifest: values: {e}"))?;
     }
+    wasmkeep_core::environment::check(&m.env).map_err(|e| format!("manifest: env: {e}"))?;
     let mut named = std::collections::BTreeSet::new();
     let mut component = |role: &str, key: &str| -> Result<Vec<u8>, String> {
         let encoded = bundle
@@ -96,7 +100,7 @@ pub fn parse(body: &[u8]) -> Result<VersionSpec, String> {
     if let Some(unused) = bundle.components.keys().find(|k| !named.contains(*k)) {
         return Err(format!("components: `{unused}` is not named by the manifest"));
     }
-    Ok(VersionSpec { front, classes, required_values: m.values.clone() })
+    Ok(VersionSpec { front, classes, required_values: m.values.clone(), env: m.env.clone() })
 }
 
 /// The bundle of a version: each distinct component once, named by the
@@ -113,7 +117,7 @@ pub fn encode(spec: &VersionSpec) -> Vec<u8> {
             (c.name.to_string(), BundleClass { access: c.access.as_str().to_owned(), component })
         })
         .collect();
-    let manifest = BundleManifest { values: spec.required_values.clone(), front, classes };
+    let manifest = BundleManifest { values: spec.required_values.clone(), front, classes, env: spec.env.clone() };
     serde_json::to_vec(&Bundle { manifest, components }).expect("a bundle serializes")
 }
 
@@ -181,6 +185,14 @@ mod tests {
             ),
             (bundle(serde_json::json!({"front": "web", "values": ["A B"]}), &[("web", b"x")]), "values: value name"),
             (
+                bundle(serde_json::json!({"front": "web", "env": {"PATH=x": "y"}}), &[("web", b"x")]),
+                "manifest: env: `PATH=x` is not a variable name",
+            ),
+            (
+                bundle(serde_json::json!({"front": "web", "env": {"A": 1}}), &[("web", b"x")]),
+                "invalid type: integer `1`, expected a string",
+            ),
+            (
                 serde_json::to_vec(&serde_json::json!({"manifest": {"front": "web"}, "components": {"web": "%%"}}))
                     .unwrap(),
                 "`web` is not base64",
@@ -208,6 +220,7 @@ mod tests {
             front: Some(b"f".to_vec()),
             classes: vec![class("a", Access::Open, b"shared"), class("b", Access::Internal, b"shared")],
             required_values: vec!["K".into()],
+            env: [("LOG_LEVEL".to_owned(), "debug".to_owned())].into(),
         };
         let body = encode(&spec);
         let bundle: Bundle = serde_json::from_slice(&body).unwrap();
@@ -215,6 +228,7 @@ mod tests {
         let back = parse(&body).unwrap();
         assert_eq!(back.front, spec.front);
         assert_eq!(back.required_values, spec.required_values);
+        assert_eq!(back.env, spec.env);
         let classes: Vec<_> = back.classes.iter().map(|c| (c.name.as_str(), c.access, c.wasm.as_slice())).collect();
         assert_eq!(classes, [("a", Access::Open, &b"shared"[..]), ("b", Access::Internal, &b"shared"[..])]);
     }

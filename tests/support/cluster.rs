@@ -81,7 +81,7 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
         let node = Node::in_cluster(config, store.clone() as Arc<dyn Store>, peers).unwrap();
         let mut classes = probe_classes();
         classes.push(class("probe", Access::Open, &guests().probe));
-        let spec = VersionSpec { front: Some(guests().front.clone()), classes, required_values: vec![] };
+        let spec = VersionSpec { front: Some(guests().front.clone()), classes, ..Default::default() };
         let deployed = node.deploy("t", "app", spec).await.unwrap().app;
         app = Some(deployed);
         let server = HopServer::new(node.clone(), Arc::new(Verifier::new(&cd.secret)));

@@ -34,6 +34,12 @@ pub struct Guests {
     pub uses_http: Vec<u8>,
     /// A front on `wasi:http` itself: trailers, slow streamed answers.
     pub raw_front: Vec<u8>,
+    /// A front of standard interfaces only: `wasi:config`, environment.
+    pub std_front: Vec<u8>,
+    /// An actor whose storage is `wasi:keyvalue` (both versions).
+    pub std_kv: Vec<u8>,
+    /// A front importing `wasi:keyvalue`: refused.
+    pub kv_front: Vec<u8>,
 }
 
 pub fn guests() -> &'static Guests {
@@ -62,6 +68,9 @@ pub fn guests() -> &'static Guests {
             uses_calls: read("uses_calls"),
             uses_http: read("uses_http"),
             raw_front: read("raw_front"),
+            std_front: read("std_front"),
+            std_kv: read("std_kv"),
+            kv_front: read("kv_front"),
         }
     })
 }
@@ -95,11 +104,8 @@ pub fn probe_classes() -> Vec<ClassSpec> {
 
 /// A node serving the probe as one `open` class, named `open`.
 pub async fn open_probe_node(limits: Limits) -> TestNode {
-    let spec = VersionSpec {
-        front: None,
-        classes: vec![class("open", Access::Open, &guests().probe)],
-        required_values: vec![],
-    };
+    let spec =
+        VersionSpec { front: None, classes: vec![class("open", Access::Open, &guests().probe)], ..Default::default() };
     TestNode::start(limits, spec).await
 }
 

@@ -363,8 +363,8 @@ impl GuestHost for ActorEventHost {
         &self.event.trace
     }
 
-    fn value(&self, name: &str) -> Option<String> {
-        self.event.values.get(name).cloned()
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.event.values
     }
 
     async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {

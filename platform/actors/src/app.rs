@@ -306,12 +306,15 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
 }
 
 /// What a deploy gives the node: the front's component if any, the classes
-/// with their components, and the values the app requires.
+/// with their components, the values the app requires and the
+/// environment its guests are given.
 #[derive(Debug, Clone, Default)]
 pub struct VersionSpec {
     pub front: Option<Vec<u8>>,
     pub classes: Vec<ClassSpec>,
     pub required_values: Vec<String>,
+    /// Checked by `wasmkeep_core::environment::check` before it gets here.
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -328,6 +331,8 @@ pub(crate) struct StoredManifest {
     pub front: bool,
     pub classes: Vec<StoredClass>,
     pub required_values: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

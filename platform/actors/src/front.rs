@@ -113,8 +113,8 @@ impl GuestHost for FrontHost {
         &self.trace
     }
 
-    fn value(&self, name: &str) -> Option<String> {
-        self.values.get(name).cloned()
+    fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
     }
 
     async fn call(&mut self, address: String, request: Request) -> Result<Response, CallError> {

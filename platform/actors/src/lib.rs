@@ -653,14 +653,14 @@ impl Node {
         }
         // Every component is checked before any is stored.
         let front = match &spec.front {
-            Some(wasm) => Some(inner.runtime.load_front(wasm).map_err(DeployFailure::Front)?),
+            Some(wasm) => Some(inner.runtime.load_front(wasm, &spec.env).map_err(DeployFailure::Front)?),
             None => None,
         };
         let mut loaded = Vec::with_capacity(spec.classes.len());
         for c in &spec.classes {
             let component = inner
                 .runtime
-                .load_actor(&c.wasm)
+                .load_actor(&c.wasm, &spec.env)
                 .map_err(|error| DeployFailure::Component { class: c.name.to_string(), error })?;
             loaded.push(component);
         }
@@ -685,6 +685,7 @@ impl Node {
                 .map(|c| StoredClass { name: c.name.to_string(), access: c.access.as_str().to_owned() })
                 .collect(),
             required_values: spec.required_values.clone(),
+            env: spec.env.clone(),
         };
         let manifest = serde_json::to_string(&manifest).expect("a manifest serializes");
         let id = inner.store.ensure_app(tenant.as_str(), app_name.as_str()).await?;
@@ -708,7 +709,9 @@ impl Node {
             inner.store.component(hash).await?.ok_or_else(missing)
         };
         let front = match manifest.front {
-            true => Some(Arc::new(inner.runtime.load_front(&bytes(FRONT_KEY).await?).map_err(DeployFailure::Front)?)),
+            true => Some(Arc::new(
+                inner.runtime.load_front(&bytes(FRONT_KEY).await?, &manifest.env).map_err(DeployFailure::Front)?,
+            )),
             false => None,
         };
         let mut classes = HashMap::new();
@@ -719,7 +722,7 @@ impl Node {
             let access = Access::parse(&c.access).ok_or_else(|| stored_class(format!("access {}", c.access)))?;
             let component = inner
                 .runtime
-                .load_actor(&bytes(&c.name).await?)
+                .load_actor(&bytes(&c.name).await?, &manifest.env)
                 .map_err(|error| DeployFailure::Component { class: c.name.clone(), error })?;
             classes.insert(c.name.clone(), Arc::new(Class { name, access, component: Arc::new(component) }));
         }

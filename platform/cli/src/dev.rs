@@ -94,7 +94,7 @@ pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, 
         let wasm = components.wasm(&class.component)?;
         classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
     }
-    Ok(VersionSpec { front, classes, required_values: manifest.required_values.clone() })
+    Ok(VersionSpec { front, classes, required_values: manifest.required_values.clone(), env: manifest.env.clone() })
 }
 
 pub async fn run(args: DevArgs) -> Result<(), String> {

@@ -5,6 +5,9 @@
 //! values = ["GREETING"]        # values the app requires (optional)
 //! front = "front"              # the front: a cargo project or a .wasm (optional)
 //!
+//! [env]                        # plain settings for every guest (optional)
+//! LOG_LEVEL = "debug"
+//!
 //! [classes.counter]
 //! access = "open"              # open | existing | internal
 //! component = "."              # a cargo project, or a .wasm file
@@ -24,6 +27,8 @@ struct RawManifest {
     values: Vec<String>,
     front: Option<String>,
     #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
     classes: BTreeMap<String, RawClass>,
 }
 
@@ -39,6 +44,8 @@ struct RawClass {
 pub struct Manifest {
     pub name: String,
     pub required_values: Vec<String>,
+    /// Environment variables of every front and actor.
+    pub env: BTreeMap<String, String>,
     /// The front, serving every path outside `/actor/`.
     pub front: Option<Component>,
     pub classes: Vec<ClassEntry>,
@@ -92,6 +99,7 @@ fn parse(text: &str, app_dir: &Path) -> Result<Manifest, String> {
             return Err(format!("values[{i}]: `{v}` is not a value name"));
         }
     }
+    wasmkeep_core::environment::check(&raw.env).map_err(|e| format!("env: {e}"))?;
     let mut classes = Vec::new();
     for (name, c) in raw.classes {
         let field = format!("classes.{name}");
@@ -102,7 +110,7 @@ fn parse(text: &str, app_dir: &Path) -> Result<Manifest, String> {
         classes.push(ClassEntry { name: class, access, component });
     }
     let front = raw.front.map(|f| component("front", app_dir, &f)).transpose()?;
-    Ok(Manifest { name: raw.name, required_values: raw.values, front, classes })
+    Ok(Manifest { name: raw.name, required_values: raw.values, env: raw.env, front, classes })
 }
 
 /// Where `field`'s component, `given` relative to the app, comes from.
@@ -145,6 +153,15 @@ mod tests {
         assert_eq!(m.classes[0].component, Component::Cargo(d.path().join(".")));
         assert_eq!(m.classes[1].component, Component::Wasm(d.path().join("c.wasm")));
         assert_eq!(m.front, None);
+        assert!(m.env.is_empty());
+    }
+
+    #[test]
+    fn reads_env() {
+        let d = dir();
+        let m = parse("name = \"a\"\nfront = \".\"\n[env]\nLOG_LEVEL = \"debug\"\nEMPTY = \"\"\n", d.path()).unwrap();
+        assert_eq!(m.env.get("LOG_LEVEL").map(String::as_str), Some("debug"));
+        assert_eq!(m.env.get("EMPTY").map(String::as_str), Some(""));
     }
 
     #[test]
@@ -172,6 +189,8 @@ mod tests {
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"nowhere\"\n", "classes.c.component:"),
             ("name = \"a\"\n[classes.c]\naccess = \"open\"\ncomponent = \"x.wasm\"\n", "classes.c.component: no file"),
             ("name = \"a\"\n", "classes: the app has neither a front nor a class"),
+            ("name = \"a\"\nfront = \".\"\n[env]\n\"A-B\" = \"x\"\n", "env: `A-B` is not a variable name"),
+            ("name = \"a\"\nfront = \".\"\n[env]\nA = 1\n", "line 4: invalid type: integer `1`, expected a string"),
             ("name = \"a\"\nfront = \"f.wasm\"\n", "front: no file"),
             ("name = \"a\"\nfront = \"nowhere\"\n", "front: "),
             ("name = \"A B\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n", "name: `A B` must be"),

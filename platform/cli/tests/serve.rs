@@ -259,6 +259,61 @@ async fn uploads_are_checked_before_anything_is_stored() {
 }
 
 #[tokio::test]
+async fn a_component_written_for_another_host_runs_with_its_env_config_and_keyvalue() {
+    let data = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let t = signup(&s, "acme").await;
+    assert_eq!(s.api("PUT", "/v1/apps/std", Some(&t), None).await.0, 201);
+    let g = guests();
+    let upload = |env: Value, front: &[u8]| {
+        json!({
+            "manifest": {"front": "web", "env": env, "classes": {"kv": {"access": "open", "component": "kv"}}},
+            "components": {"web": b64(front), "kv": b64(&g.std_kv)},
+        })
+        .to_string()
+        .into_bytes()
+    };
+    // Refused, each with its reason in one line, and nothing kept.
+    let refused = [
+        (upload(json!({"1X": "y"}), &g.std_front), "manifest: env: `1X` is not a variable name"),
+        (upload(json!({"A": "x\0y"}), &g.std_front), "manifest: env: `A`: the value holds a NUL character"),
+        (
+            upload(json!({}), &g.kv_front),
+            "front: component imports `wasi:keyvalue/store@0.2.0-draft`, which a front cannot have: \
+             a front has no storage (an actor has its own)",
+        ),
+    ];
+    for (body, expected) in refused {
+        let (status, text) = s.api_raw("POST", "/v1/apps/std/versions", Some(&t), Some(body)).await;
+        assert_eq!(status, 400, "{text}");
+        let error = serde_json::from_str::<Value>(&text).unwrap()["error"].as_str().unwrap().to_owned();
+        assert!(error.starts_with(expected), "{error} (expected {expected})");
+        assert!(!error.contains('\n') && !error.contains('\0'), "{error:?}");
+    }
+    assert_eq!(s.api("GET", "/v1/apps/std/versions", Some(&t), None).await.1["versions"], json!([]));
+
+    let (status, text) = s
+        .api_raw("POST", "/v1/apps/std/versions", Some(&t), Some(upload(json!({"MODE": "hosted"}), &g.std_front)))
+        .await;
+    assert_eq!(status, 201, "{text}");
+    assert_eq!(s.api("POST", "/v1/apps/std/versions/1/activate", Some(&t), None).await.0, 200);
+    let versions = s.api("GET", "/v1/apps/std/versions", Some(&t), None).await.1;
+    assert_eq!(versions["versions"][0]["env"], json!({"MODE": "hosted"}));
+    let (status, _) = s.api_raw("PUT", "/v1/apps/std/values/REGION", Some(&t), Some(b"eu".to_vec())).await;
+    assert_eq!(status, 204);
+
+    let host = "std.acme.localhost";
+    assert_eq!(s.public(host, "/env").await, (200, "MODE=hosted\n".into()));
+    assert_eq!(s.public(host, "/config/spin?key=REGION").await, (200, "eu".into()));
+    assert_eq!(s.public(host, "/actor/kv/a/set?v=draft2&key=n&value=1").await.0, 200);
+    assert_eq!(s.public(host, "/actor/kv/a/incr?v=draft&key=n&by=41").await, (200, "42".into()));
+    // Kept by the store across a restart of the node.
+    let s = s.restart();
+    assert_eq!(s.public(host, "/actor/kv/a/get?v=draft2&key=n").await, (200, "42".into()));
+    assert_eq!(s.public(host, "/env").await, (200, "MODE=hosted\n".into()));
+}
+
+#[tokio::test]
 async fn values_are_never_in_clear_and_everything_survives_a_restart() {
     let data = tempfile::tempdir().unwrap();
     let s = Serve::start(data.path(), &[]);

@@ -15,6 +15,7 @@ pub mod connection;
 pub mod deadline;
 pub mod egress;
 pub mod envelope;
+pub mod environment;
 pub mod handoff;
 pub mod head;
 pub mod heartbeat;

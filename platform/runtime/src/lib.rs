@@ -11,8 +11,10 @@ mod guest_log;
 mod host;
 mod instance;
 mod loader;
+mod standard;
 mod wall;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -40,6 +42,8 @@ pub enum DeployError {
     Invalid(String),
     #[error("component imports {0}, which this host does not provide")]
     MissingImport(String),
+    #[error("component imports {0}, which a front cannot have: a front has no storage (an actor has its own)")]
+    FrontStorage(String),
     #[error("component does not export {0}")]
     MissingExport(String),
 }
@@ -67,25 +71,28 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
             memory_bytes: cfg.memory_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
             logs: cfg.logs.clone(),
+            env: Arc::default(),
         };
         let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone()));
         Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
 
     /// Compiles (or loads from the cache) an actor component and checks
-    /// that this host provides every import it names.
-    pub fn load_actor(&self, wasm: &[u8]) -> Result<ActorComponent<A>, DeployError> {
+    /// that this host provides every import it names. Its instances see
+    /// `env` through `wasi:cli/environment`.
+    pub fn load_actor(&self, wasm: &[u8], env: &BTreeMap<String, String>) -> Result<ActorComponent<A>, DeployError> {
         let component = self.compile(wasm)?;
         let pre = self.actor_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
-        ActorComponent::new(pre, component_hash(wasm), self.guest.clone())
+        ActorComponent::new(pre, component_hash(wasm), self.guest.with_env(env))
     }
 
     /// Compiles (or loads from the cache) a front component (world
-    /// `front`) and checks its imports and its export.
-    pub fn load_front(&self, wasm: &[u8]) -> Result<FrontComponent<F>, DeployError> {
+    /// `front`) and checks its imports and its export. Its instances see
+    /// `env` through `wasi:cli/environment`.
+    pub fn load_front(&self, wasm: &[u8], env: &BTreeMap<String, String>) -> Result<FrontComponent<F>, DeployError> {
         let component = self.compile(wasm)?;
-        let pre = self.front_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
-        FrontComponent::new(pre, component_hash(wasm), self.guest.clone())
+        let pre = self.front_linker.instantiate_pre(&component).map_err(|e| front_import(&e.to_string()))?;
+        FrontComponent::new(pre, component_hash(wasm), self.guest.with_env(env))
     }
 
     fn compile(&self, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
@@ -95,6 +102,14 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+}
+
+/// A front's missing import; `wasi:keyvalue` is missing for a reason.
+fn front_import(msg: &str) -> DeployError {
+    match missing_import(msg) {
+        DeployError::MissingImport(name) if name.starts_with("`wasi:keyvalue/") => DeployError::FrontStorage(name),
+        other => other,
     }
 }
 

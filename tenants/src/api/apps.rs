@@ -179,6 +179,7 @@ pub async fn versions(
                 "front": manifest.get("front").cloned().unwrap_or(Value::Bool(false)),
                 "classes": manifest.get("classes").cloned().unwrap_or(Value::Array(vec![])),
                 "values": manifest.get("required_values").cloned().unwrap_or(Value::Array(vec![])),
+                "env": manifest.get("env").cloned().unwrap_or(Value::Object(Default::default())),
             })
         })
         .collect();

@@ -5,8 +5,10 @@
 
 mod actors;
 mod calls;
+mod config;
 mod egress;
 pub mod egress_tls;
+pub(crate) mod keyvalue;
 mod self_;
 mod sockets;
 mod storage;
@@ -33,7 +35,8 @@ pub use crate::bindings::wasmkeep::actor::storage::{Page, StorageError};
 /// values and calls to its actors. The actor runtime implements it per
 /// event (an actor) or per request (a front).
 pub trait GuestHost: Send + 'static {
-    fn value(&self, name: &str) -> Option<String>;
+    /// The app's values: what `values.get` and `wasi:config/store` read.
+    fn values(&self) -> &std::collections::BTreeMap<String, String>;
     /// The trace context of the event or request now running: a guest's
     /// outbound requests are its children.
     fn trace(&self) -> &wasmkeep_core::TraceContext;
@@ -109,6 +112,15 @@ pub(crate) struct GuestConfig {
     pub cpu: CpuGate,
     /// Where guests' lines go.
     pub logs: Arc<GuestLogs>,
+    /// The environment of one version's guests (`[env]`).
+    pub env: Arc<[(String, String)]>,
+}
+
+impl GuestConfig {
+    /// This config for the guests of a version whose environment is `env`.
+    pub(crate) fn with_env(&self, env: &std::collections::BTreeMap<String, String>) -> Self {
+        Self { env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), ..self.clone() }
+    }
 }
 
 impl<H> GuestState<H> {
@@ -117,7 +129,7 @@ impl<H> GuestState<H> {
         Self {
             // A guest's output is not written to the node's own: each line
             // is a record of the node's guest logs, under their limits.
-            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.stderr()).build(),
+            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.stderr()).envs(&config.env).build(),
             output,
             label,
             cpu: CpuTurn::new(config.cpu.clone(), cpu),
@@ -147,14 +159,15 @@ impl<H: Send> WasiHttpView for GuestState<H> {
     }
 }
 
-/// Links everything an actor may import: WASI 0.2 with outbound HTTP
-/// through the host's egress sender, and the package's interfaces.
+/// Links everything an actor may import: what every guest has, the
+/// package's actor interfaces, and `wasi:keyvalue` over its storage.
 pub(crate) fn actor_linker<H: ActorHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<GuestState<H>>> {
     use crate::bindings::wasmkeep::actor as wit;
     let mut linker = guest_linker(engine)?;
     wit::storage::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::sockets::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::self_::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    keyvalue::add_to_linker(&mut linker)?;
     Ok(linker)
 }
 
@@ -164,8 +177,8 @@ pub(crate) fn front_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime:
     guest_linker(engine)
 }
 
-/// What actors and fronts both import: WASI 0.2, outbound HTTP, calls and
-/// values.
+/// What actors and fronts both import: WASI 0.2, outbound HTTP through the
+/// host's egress sender, calls and values, and `wasi:config` over values.
 fn guest_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<GuestState<H>>> {
     use crate::bindings::wasmkeep::actor as wit;
     let mut linker = Linker::new(engine);
@@ -174,5 +187,6 @@ fn guest_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Lin
     wit::actors::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::calls::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::values::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    config::add_to_linker(&mut linker)?;
     Ok(linker)
 }

@@ -5,6 +5,6 @@ use crate::bindings::wasmkeep::actor::values::Host;
 
 impl<H: GuestHost> Host for GuestState<H> {
     async fn get(&mut self, name: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.host.value(&name))
+        Ok(self.host.values().get(&name).cloned())
     }
 }

@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use wasip2::http::types::{
-    Fields, IncomingBody, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
-};
+use wasip2::http::types::{Fields, IncomingBody, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 use wasip2::io::streams::StreamError;
 
 struct RawFront;
