@@ -4,6 +4,9 @@
 
 pub mod cluster;
 pub mod otlp;
+pub mod typescript;
+
+pub use typescript::ts_guests;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

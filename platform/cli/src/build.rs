@@ -1,4 +1,5 @@
-//! Building an app's components with cargo, for `wasm32-wasip2`.
+//! Building an app's components: cargo projects for `wasm32-wasip2`, npm
+//! projects (TypeScript or JavaScript) with the SDK's `wasmkeep-build`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -62,4 +63,108 @@ pub fn cargo_component(dir: &Path) -> Result<PathBuf, String> {
         return Err(format!("building {} failed ({status}); cargo's messages are above", dir.display()));
     }
     wasm.ok_or_else(|| format!("building {} made no .wasm component; is it a `cdylib` crate?", dir.display()))
+}
+
+/// The world an npm project is built for: a class's, or the front's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum World {
+    Actor,
+    Front,
+}
+
+impl World {
+    fn as_str(self) -> &'static str {
+        match self {
+            World::Actor => "actor",
+            World::Front => "front",
+        }
+    }
+}
+
+/// Builds the npm project at `dir` for `world` and answers the component
+/// it made (`dir/dist/<world>.wasm`): its packages installed (`npm ci`
+/// when it has a lockfile), then `wasmkeep-build` of `@wasmkeep/sdk`.
+/// Progress goes to the terminal; a failure is one line.
+pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
+    let shown = dir.display();
+    let dir = &dir.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
+    install_packages(dir)?;
+    // An SDK linked from a directory (`file:`) keeps its own packages there.
+    let sdk = dir.join("node_modules/@wasmkeep/sdk");
+    if !sdk.join("package.json").is_file() {
+        return Err(format!("{shown}: package.json does not depend on @wasmkeep/sdk (npm install @wasmkeep/sdk)"));
+    }
+    if sdk.is_symlink() {
+        let linked = sdk.canonicalize().map_err(|e| format!("{}: {e}", sdk.display()))?;
+        install_packages(&linked)?;
+    }
+    let out = dir.join("dist").join(format!("{}.wasm", world.as_str()));
+    eprintln!("wasmkeep: building {shown} ({} component, wasmkeep-build)", world.as_str());
+    let mut child = Command::new("node")
+        .arg(sdk.join("bin/wasmkeep-build.mjs"))
+        .args(["--world", world.as_str(), "--out"])
+        .arg(&out)
+        .arg(dir)
+        .current_dir(dir)
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run node for {shown}: {e} (building TypeScript needs Node.js 20 or later)"))?;
+    // Its lines pass through. When it fails its last line is the reason;
+    // when node itself fails, the first error line is.
+    let mut last = String::new();
+    let mut first_error = None;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    for line in std::io::BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        eprintln!("{line}");
+        if first_error.is_none() && line.contains("Error") {
+            first_error = Some(line.trim().to_owned());
+        }
+        last = line;
+    }
+    let status = child.wait().map_err(|e| format!("wasmkeep-build in {shown}: {e}"))?;
+    if !status.success() {
+        let reason = match last.strip_prefix("wasmkeep-build: ") {
+            Some(reason) => reason.to_owned(),
+            None => first_error.unwrap_or_else(|| format!("wasmkeep-build exited with {status}")),
+        };
+        return Err(format!("building {shown} failed: {reason}"));
+    }
+    Ok(out)
+}
+
+/// Installs `dir`'s packages unless npm installed them from this very
+/// lockfile already: `npm ci` with a lockfile, `npm install` without.
+fn install_packages(dir: &Path) -> Result<(), String> {
+    let lock = dir.join("package-lock.json");
+    let installed = dir.join("node_modules/.package-lock.json");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (modified(&lock), modified(&installed)) {
+        (Some(lock), Some(installed)) => installed >= lock,
+        // No lockfile: an install is what makes one.
+        (None, Some(_)) => dir.join("node_modules").is_dir(),
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    let verb = if lock.is_file() { "ci" } else { "install" };
+    eprintln!("wasmkeep: installing {}'s packages (npm {verb})", dir.display());
+    let output = Command::new("npm")
+        .args([verb, "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run npm in {}: {e} (building TypeScript needs npm)", dir.display()))?;
+    if !output.status.success() {
+        let errors = String::from_utf8_lossy(&output.stderr);
+        let reason = errors
+            .lines()
+            .map(|l| l.trim_start_matches("npm error").trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("no message");
+        return Err(format!("npm {verb} in {} failed: {reason}", dir.display()));
+    }
+    Ok(())
 }

@@ -51,24 +51,33 @@ pub struct DevArgs {
     pub max_connections: Option<u32>,
 }
 
-/// The components of an app, each cargo project built once.
+/// The components of an app, each project built once (an npm project
+/// once per world it serves in).
 #[derive(Default)]
 struct Components {
-    built: std::collections::BTreeMap<PathBuf, PathBuf>,
+    built: std::collections::BTreeMap<(PathBuf, build::World), PathBuf>,
 }
 
 impl Components {
-    fn wasm(&mut self, component: &Component) -> Result<Vec<u8>, String> {
+    fn wasm(&mut self, component: &Component, world: build::World) -> Result<Vec<u8>, String> {
         let path = match component {
             Component::Wasm(path) => path.clone(),
-            Component::Cargo(dir) => match self.built.get(dir) {
-                Some(path) => path.clone(),
-                None => {
-                    let path = build::cargo_component(dir)?;
-                    self.built.insert(dir.clone(), path.clone());
-                    path
+            Component::Cargo(dir) | Component::Npm(dir) => {
+                // A cargo project is one component whatever its world.
+                let key =
+                    (dir.clone(), if matches!(component, Component::Cargo(_)) { build::World::Actor } else { world });
+                match self.built.get(&key) {
+                    Some(path) => path.clone(),
+                    None => {
+                        let path = match component {
+                            Component::Npm(dir) => build::npm_component(dir, world)?,
+                            _ => build::cargo_component(dir)?,
+                        };
+                        self.built.insert(key, path.clone());
+                        path
+                    }
                 }
-            },
+            }
         };
         std::fs::read(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
     }
@@ -88,10 +97,10 @@ pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, 
     if all.into_iter().any(|c| matches!(c, Component::Cargo(_))) {
         build::ensure_target(app_dir)?;
     }
-    let front = manifest.front.as_ref().map(|c| components.wasm(c)).transpose()?;
+    let front = manifest.front.as_ref().map(|c| components.wasm(c, build::World::Front)).transpose()?;
     let mut classes = Vec::new();
     for class in &manifest.classes {
-        let wasm = components.wasm(&class.component)?;
+        let wasm = components.wasm(&class.component, build::World::Actor)?;
         classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
     }
     Ok(VersionSpec { front, classes, required_values: manifest.required_values.clone(), env: manifest.env.clone() })

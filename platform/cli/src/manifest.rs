@@ -3,14 +3,14 @@
 //! ```toml
 //! name = "counter"
 //! values = ["GREETING"]        # values the app requires (optional)
-//! front = "front"              # the front: a cargo project or a .wasm (optional)
+//! front = "front"              # the front: a cargo or npm project, or a .wasm (optional)
 //!
 //! [env]                        # plain settings for every guest (optional)
 //! LOG_LEVEL = "debug"
 //!
 //! [classes.counter]
 //! access = "open"              # open | existing | internal
-//! component = "."              # a cargo project, or a .wasm file
+//! component = "."              # a cargo or npm project, or a .wasm file
 //! ```
 
 use std::collections::BTreeMap;
@@ -63,6 +63,8 @@ pub struct ClassEntry {
 pub enum Component {
     /// A cargo project to build for `wasm32-wasip2`.
     Cargo(PathBuf),
+    /// An npm project (TypeScript or JavaScript) to build with the SDK.
+    Npm(PathBuf),
     /// A component already built.
     Wasm(PathBuf),
 }
@@ -123,8 +125,10 @@ fn component(field: &str, app_dir: &Path, given: &str) -> Result<Component, Stri
         Ok(Component::Wasm(path))
     } else if path.join("Cargo.toml").is_file() {
         Ok(Component::Cargo(path))
+    } else if path.join("package.json").is_file() {
+        Ok(Component::Npm(path))
     } else {
-        Err(format!("{field}: {} is neither a .wasm file nor a cargo project", path.display()))
+        Err(format!("{field}: {} is neither a .wasm file, a cargo project nor an npm project", path.display()))
     }
 }
 

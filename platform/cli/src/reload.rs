@@ -68,8 +68,8 @@ async fn redeploy(node: &Node, app_dir: &Path, app_name: &str) -> Result<i64, St
 pub type Sources = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 /// Every source file under `dir` with its size and modification time;
-/// build output (`target`) and hidden directories (the node's data) are
-/// not sources.
+/// build output (`target`, `dist`), installed packages (`node_modules`)
+/// and hidden directories (the node's data) are not sources.
 pub fn fingerprint(dir: &Path) -> Sources {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
@@ -79,7 +79,8 @@ pub fn fingerprint(dir: &Path) -> Sources {
             let name = entry.file_name();
             let Ok(meta) = entry.metadata() else { continue };
             if meta.is_dir() {
-                if name != "target" && !name.to_string_lossy().starts_with('.') {
+                let skipped = ["target", "dist", "node_modules"].iter().any(|s| name == *s);
+                if !skipped && !name.to_string_lossy().starts_with('.') {
                     pending.push(entry.path());
                 }
             } else {

@@ -1,0 +1,86 @@
+//! The TypeScript guests under `tests/guests-ts`, built with the SDK's
+//! `wasmkeep-build` once per test run: a process builds them under a file
+//! lock, and one that finds them newer than every source reuses them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+use crate::repo;
+
+pub struct TsGuests {
+    /// The test actor (`src/probe.ts`).
+    pub probe: Vec<u8>,
+    /// The test front (`src/front.ts`).
+    pub front: Vec<u8>,
+}
+
+pub fn ts_guests() -> &'static TsGuests {
+    static GUESTS: OnceLock<TsGuests> = OnceLock::new();
+    GUESTS.get_or_init(|| {
+        let dir = repo().join("tests/guests-ts");
+        let sdk = repo().join("platform/sdk/ts");
+        std::fs::create_dir_all(repo().join("target")).unwrap();
+        let lock = std::fs::File::create(repo().join("target/ts-guests.lock")).unwrap();
+        lock.lock().expect("locking the TypeScript guests' build");
+        npm_install(&sdk);
+        npm_install(&dir);
+        let sources = newest(&[&dir.join("src"), &sdk.join("src"), &sdk.join("bin"), &sdk.join("wit")]);
+        let build = |world: &str, entry: &str, out: &str| {
+            let out = dir.join("dist").join(out);
+            if modified(&out).is_some_and(|built| built > sources) {
+                return std::fs::read(&out).unwrap();
+            }
+            let status = Command::new("node")
+                .arg(sdk.join("bin/wasmkeep-build.mjs"))
+                .args(["--world", world, "--entry", entry, "--out"])
+                .arg(&out)
+                .arg(&dir)
+                .status()
+                .expect("running node for the TypeScript guests");
+            assert!(status.success(), "building {entry} failed");
+            std::fs::read(&out).unwrap()
+        };
+        TsGuests {
+            probe: build("actor", "src/probe.ts", "probe.wasm"),
+            front: build("front", "src/front.ts", "front.wasm"),
+        }
+    })
+}
+
+/// Installs `dir`'s packages from its lockfile unless they are already.
+pub fn npm_install(dir: &Path) {
+    let installed = modified(&dir.join("node_modules/.package-lock.json"));
+    if installed.is_some() && installed >= modified(&dir.join("package-lock.json")) {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .status()
+        .expect("running npm (the TypeScript tests need Node.js 20 and npm)");
+    assert!(status.success(), "npm ci in {} failed", dir.display());
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The newest modification under `dirs`.
+fn newest(dirs: &[&Path]) -> SystemTime {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut pending: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if let Ok(m) = meta.modified() {
+                newest = newest.max(m);
+            }
+        }
+    }
+    newest
+}
