@@ -13,6 +13,15 @@ use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::{Access, Limits};
 use wasmkeep_tests::{TestNode, class, enc, guests, test_limits, ts_guests};
 
+#[test]
+fn the_sdks_own_tests_pass() {
+    let sdk = wasmkeep_tests::typescript::sdk();
+    let run = std::process::Command::new("npm").args(["test", "--silent"]).current_dir(&sdk).output().expect("npm");
+    let output = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "npm test in platform/sdk/ts:\n{output}");
+    assert!(output.contains("# fail 0") && !output.contains("# pass 0"), "{output}");
+}
+
 /// Who makes the batch: the TypeScript actor `ts/a`, or the front.
 #[derive(Clone, Copy, Debug)]
 enum From {

@@ -16,15 +16,31 @@ pub struct TsGuests {
     pub front: Vec<u8>,
 }
 
+/// The SDK's directory, its packages installed (once per test run).
+pub fn sdk() -> PathBuf {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    let sdk = repo().join("platform/sdk/ts");
+    INSTALLED.get_or_init(|| {
+        let _lock = build_lock();
+        npm_install(&sdk);
+    });
+    sdk
+}
+
+/// Held while this process installs or builds: other test processes wait.
+fn build_lock() -> std::fs::File {
+    std::fs::create_dir_all(repo().join("target")).unwrap();
+    let lock = std::fs::File::create(repo().join("target/ts-guests.lock")).unwrap();
+    lock.lock().expect("locking the TypeScript guests' build");
+    lock
+}
+
 pub fn ts_guests() -> &'static TsGuests {
     static GUESTS: OnceLock<TsGuests> = OnceLock::new();
     GUESTS.get_or_init(|| {
         let dir = repo().join("tests/guests-ts");
-        let sdk = repo().join("platform/sdk/ts");
-        std::fs::create_dir_all(repo().join("target")).unwrap();
-        let lock = std::fs::File::create(repo().join("target/ts-guests.lock")).unwrap();
-        lock.lock().expect("locking the TypeScript guests' build");
-        npm_install(&sdk);
+        let sdk = sdk();
+        let _lock = build_lock();
         npm_install(&dir);
         let sources = newest(&[&dir.join("src"), &sdk.join("src"), &sdk.join("bin"), &sdk.join("wit")]);
         let build = |world: &str, entry: &str, out: &str| {
@@ -50,7 +66,7 @@ pub fn ts_guests() -> &'static TsGuests {
 }
 
 /// Installs `dir`'s packages from its lockfile unless they are already.
-pub fn npm_install(dir: &Path) {
+fn npm_install(dir: &Path) {
     let installed = modified(&dir.join("node_modules/.package-lock.json"));
     if installed.is_some() && installed >= modified(&dir.join("package-lock.json")) {
         return;

@@ -98,6 +98,25 @@ async fn the_counter_counts_across_restarts() {
 }
 
 #[tokio::test]
+async fn the_typescript_counter_is_built_with_npm_and_counts_across_restarts() {
+    let data = tempfile::tempdir().unwrap();
+    let app = repo().join("docs/examples/counter-ts");
+    let client = reqwest::Client::new();
+    let (mut node, url, before) = start_with_lines(&app, data.path(), &["--no-watch"]);
+    assert!(before.iter().any(|l| l.contains("(actor component, wasmkeep-build)")), "{before:?}");
+    assert!(before.iter().any(|l| l.starts_with("wasmkeep-build: wrote ")), "progress is shown: {before:?}");
+    for want in ["1", "2"] {
+        assert_eq!(text(&client, client.get(format!("{url}/actor/counter/ann/"))).await, (200, want.into()));
+    }
+    node.kill().unwrap();
+    node.wait().unwrap();
+    let (_node, url) = start(&app, data.path(), &["--no-watch"]);
+    assert_eq!(text(&client, client.get(format!("{url}/actor/counter/ann/peek"))).await, (200, "2".into()));
+    assert_eq!(text(&client, client.delete(format!("{url}/actor/counter/ann/"))).await, (204, "".into()));
+    assert_eq!(text(&client, client.get(format!("{url}/actor/counter/ann/peek"))).await, (200, "0".into()));
+}
+
+#[tokio::test]
 async fn the_shop_gathers_a_page_with_one_call_many_and_keeps_carts_internal() {
     let data = tempfile::tempdir().unwrap();
     let app = repo().join("docs/examples/shop");
@@ -349,4 +368,35 @@ fn a_failed_build_ends_in_one_line_naming_the_project() {
     assert!(last.starts_with(&format!("wasmkeep: building {} failed", dir.join(".").display())), "{last}");
     assert!(last.ends_with("cargo's messages are above"), "{last}");
     assert!(err.contains("wasmkeep: building"), "progress is shown: {err}");
+}
+
+#[test]
+fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
+    let app = tempfile::tempdir().unwrap();
+    let dir = app.path();
+    std::fs::write(dir.join("wasmkeep.toml"), "name = \"typed\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n")
+        .unwrap();
+    let sdk = repo().join("platform/sdk/ts").canonicalize().unwrap();
+    let package = serde_json::json!({
+        "name": "typed", "private": true, "type": "module", "main": "src/index.ts",
+        "dependencies": {"@wasmkeep/sdk": format!("file:{}", sdk.display())},
+    });
+    std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
+    std::fs::create_dir(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/index.ts"),
+        "import type { Actor } from '@wasmkeep/sdk';\nexport default class C implements Actor {\n  onRequest(): Response { const n: number = 'x'; return new Response(String(n)); }\n}\n",
+    )
+    .unwrap();
+    let err = run_failing(dir, &[]);
+    let last = err.lines().last().unwrap();
+    // No lockfile: npm install made one.
+    assert!(dir.join("package-lock.json").is_file());
+    assert_eq!(
+        last,
+        format!(
+            "wasmkeep: building {} failed: src/index.ts:3:33: Type 'string' is not assignable to type 'number'. (TS2322)",
+            dir.join(".").display()
+        )
+    );
 }

@@ -89,7 +89,7 @@ function checkTypes(dir, entry, work) {
   const tsc = join(sdk, 'node_modules/typescript/bin/tsc');
   const run = spawnSync(process.execPath, [tsc, '-p', project, '--noEmit', '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
   if (run.error) fail(`cannot run tsc: ${run.error.message}`);
-  if (run.status !== 0) fail(firstTypeError(`${run.stdout}\n${run.stderr}`, dirname(project)));
+  if (run.status !== 0) fail(firstTypeError(`${run.stdout}\n${run.stderr}`, dir));
 }
 
 async function bundle(entry, world, work) {
