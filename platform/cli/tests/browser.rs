@@ -1,4 +1,5 @@
-//! Two people chat through `docs/examples/chat` in a real browser:
+//! Two people chat through `docs/examples/chat` (and its TypeScript twin,
+//! `chat-ts`) in a real browser:
 //! headless Chromium (Debian's `chromium`, which `.ci/run` installs)
 //! driven over the DevTools protocol, two pages on the real binary.
 
@@ -128,9 +129,19 @@ fn shows(line: &str) -> String {
 
 #[tokio::test]
 async fn two_pages_in_chromium_chat_with_each_other() {
+    chat_in_chromium("docs/examples/chat").await;
+}
+
+#[tokio::test]
+async fn two_pages_in_chromium_chat_through_the_typescript_chat() {
+    chat_in_chromium("docs/examples/chat-ts").await;
+}
+
+/// Two pages of the chat example at `example` chat in headless Chromium.
+async fn chat_in_chromium(example: &str) {
     let data = tempfile::tempdir().unwrap();
     let mut node = Command::new(env!("CARGO_BIN_EXE_wasmkeep"));
-    node.arg("dev").arg(repo().join("docs/examples/chat")).args(["--listen", "127.0.0.1:0", "--data"]).arg(data.path());
+    node.arg("dev").arg(repo().join(example)).args(["--listen", "127.0.0.1:0", "--data"]).arg(data.path());
     node.args(["--value", "TOKEN_SECRET=browser test secret"]);
     let (_node, served) = spawn(node, "wasmkeep: serving ");
     let url = served.rsplit(" on ").next().unwrap().to_owned();

@@ -179,11 +179,22 @@ async fn next(ws: &mut Ws) -> serde_json::Value {
 
 #[tokio::test]
 async fn two_users_chat_through_the_front_and_an_internal_room() {
+    chat_through_the_front_and_an_internal_room("docs/examples/chat").await;
+}
+
+#[tokio::test]
+async fn two_users_chat_through_the_typescript_front_and_room() {
+    chat_through_the_front_and_an_internal_room("docs/examples/chat-ts").await;
+}
+
+/// The chat example at `example` (Rust or TypeScript, the same behaviour):
+/// sign-in, two users, the history, forged tokens, the internal room.
+async fn chat_through_the_front_and_an_internal_room(example: &str) {
     use futures_util::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
 
     let data = tempfile::tempdir().unwrap();
-    let app = repo().join("docs/examples/chat");
+    let app = repo().join(example);
     let client = reqwest::Client::new();
     let (_node, url) = start(&app, data.path(), &["--value", "TOKEN_SECRET=a test secret"]);
 

@@ -521,6 +521,12 @@ async fn two_tenants_sign_up_and_deploy_with_the_cli_and_everything_survives_a_r
     assert_eq!(cli(&s, alpha.path(), &["values", "ls", "chat"], None).1, "TOKEN_SECRET\n");
     let (ok, _, err) = cli(&s, beta.path(), &["deploy", &example("shop")], None);
     assert!(ok, "{err}");
+    // A TypeScript app is built with npm and the SDK, then uploaded alike.
+    let (ok, out, err) = cli(&s, beta.path(), &["deploy", &example("counter-ts")], None);
+    assert!(ok, "{err}");
+    assert!(err.contains("(actor component, wasmkeep-build)"), "{err}");
+    assert_eq!(out.trim(), format!("http://counter-ts.beta.localhost:{port}/"));
+    assert_eq!(s.public("counter-ts.beta.localhost", "/actor/counter/a/").await, (200, "1".into()));
 
     let (_, apps, _) = cli(&s, alpha.path(), &["apps", "ls"], None);
     assert_eq!(apps.lines().map(|l| l.split('\t').next().unwrap()).collect::<Vec<_>>(), ["chat", "counter"]);

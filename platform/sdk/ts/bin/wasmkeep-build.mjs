@@ -102,7 +102,14 @@ async function bundle(entry, world, work) {
   writeFileSync(input, glue);
   const file = join(work, `${world}.js`);
   try {
-    const build = await rolldown({ input, external: [/^wasmkeep:/, /^wasi:/], platform: 'neutral', logLevel: 'silent' });
+    const build = await rolldown({
+      input,
+      external: [/^wasmkeep:/, /^wasi:/],
+      platform: 'neutral',
+      // `import page from './page.html'` is the file's text.
+      moduleTypes: { '.html': 'text', '.txt': 'text' },
+      logLevel: 'silent',
+    });
     await build.write({ file, format: 'esm', codeSplitting: false });
     await build.close();
   } catch (e) {

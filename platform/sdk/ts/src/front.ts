@@ -1,3 +1,4 @@
+/// <reference path="./assets.d.ts" />
 // @wasmkeep/sdk/front: the app's front, a `fetch` handler over standard
 // `Request` / `Response`, serving every path outside `/actor/`. A front
 // has no storage and no sockets of its own: it calls actors, and hands

@@ -1,3 +1,4 @@
+/// <reference path="./assets.d.ts" />
 // @wasmkeep/sdk: actors (and what fronts share, under `@wasmkeep/sdk/front`).
 //
 // An actor module's default export is its class:
