@@ -26,7 +26,7 @@ use crate::{flag, stats};
 
 /// A host that keeps storage in memory: what a bare embedding would do.
 #[derive(Default)]
-struct MemoryHost {
+pub(crate) struct MemoryHost {
     kv: BTreeMap<String, Vec<u8>>,
     values: BTreeMap<String, String>,
     trace: wasmkeep_core::TraceContext,

@@ -31,6 +31,7 @@ mod front;
 mod http_events;
 mod instantiate;
 mod isolation;
+mod languages;
 mod load;
 mod memory_burst;
 mod probe_node;
@@ -73,7 +74,8 @@ fn main() -> ExitCode {
         "cluster-call-many" => cluster_call::call_many(rest),
         "cluster-broadcast" => cluster_broadcast::run(rest),
         "tracing-cost" => tracing_cost::run(rest),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast|tracing-cost [--flag value]..."
+        "languages" => languages::run(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast|tracing-cost|languages [--flag value]..."
                 .to_string()),
         };
     match result {

@@ -15,6 +15,12 @@ pub struct ProbeNode {
 }
 
 pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> {
+    let probe = &wasmkeep_tests::guests().probe;
+    start_with(limits, app_name, "probe", probe).await
+}
+
+/// A node serving `wasm` as class `class` (open).
+pub async fn start_with(limits: Limits, app_name: &str, class: &str, wasm: &[u8]) -> Result<ProbeNode, String> {
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = SqliteStore::open(&data.path().join("store.db")).map_err(|e| e.to_string())?;
     let node = Node::new(
@@ -29,10 +35,9 @@ pub async fn start(limits: Limits, app_name: &str) -> Result<ProbeNode, String> 
         Arc::new(store),
     )
     .map_err(|e| e.to_string())?;
-    let probe = &wasmkeep_tests::guests().probe;
     let spec = VersionSpec {
         front: None,
-        classes: vec![wasmkeep_tests::class("probe", Access::Open, probe)],
+        classes: vec![wasmkeep_tests::class(class, Access::Open, wasm)],
         ..Default::default()
     };
     let app = node.deploy("bench", app_name, spec).await.map_err(|e| e.to_string())?.app;

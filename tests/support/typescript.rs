@@ -48,21 +48,33 @@ pub fn ts_guests() -> &'static TsGuests {
             if modified(&out).is_some_and(|built| built > sources) {
                 return std::fs::read(&out).unwrap();
             }
-            let status = Command::new("node")
-                .arg(sdk.join("bin/wasmkeep-build.mjs"))
-                .args(["--world", world, "--entry", entry, "--out"])
-                .arg(&out)
-                .arg(&dir)
-                .status()
-                .expect("running node for the TypeScript guests");
-            assert!(status.success(), "building {entry} failed");
-            std::fs::read(&out).unwrap()
+            wasmkeep_build(&sdk, &dir, world, Some(entry), &out)
         };
         TsGuests {
             probe: build("actor", "src/probe.ts", "probe.wasm"),
             front: build("front", "src/front.ts", "front.wasm"),
         }
     })
+}
+
+/// The npm project at `dir` (its packages installed) built for `world`
+/// into `out`, as `wasmkeep dev` builds it: the component's bytes.
+pub fn npm_component(dir: &Path, world: &str, out: &Path) -> Vec<u8> {
+    let sdk = sdk();
+    let _lock = build_lock();
+    npm_install(dir);
+    wasmkeep_build(&sdk, dir, world, None, out)
+}
+
+fn wasmkeep_build(sdk: &Path, dir: &Path, world: &str, entry: Option<&str>, out: &Path) -> Vec<u8> {
+    let mut build = Command::new("node");
+    build.arg(sdk.join("bin/wasmkeep-build.mjs")).args(["--world", world]);
+    if let Some(entry) = entry {
+        build.args(["--entry", entry]);
+    }
+    let status = build.arg("--out").arg(out).arg(dir).status().expect("running node (Node.js 20 or later)");
+    assert!(status.success(), "building {} failed", dir.display());
+    std::fs::read(out).unwrap()
 }
 
 /// Installs `dir`'s packages from its lockfile unless they are already.
