@@ -82,15 +82,7 @@ async fn entries_run_concurrently() {
     let r = many(&n, "open/a", &to, &["/interval?ms=200"; 4], 0).await;
     assert!(r.iter().all(|e| e["status"] == 200));
     // Each callee recorded when it ran: the four intervals overlap.
-    let mut starts = Vec::new();
-    let mut ends = Vec::new();
-    for t in to {
-        let iv = n.get(&format!("/actor/{t}/intervals")).await.json();
-        let (s, e) = iv[0].as_str().unwrap().split_once('-').unwrap();
-        starts.push(s.parse::<u128>().unwrap());
-        ends.push(e.parse::<u128>().unwrap());
-    }
-    assert!(starts.iter().max() < ends.iter().min(), "starts {starts:?} ends {ends:?}");
+    wasmkeep_tests::intervals_overlap(&n, &to).await.unwrap();
 }
 
 #[tokio::test]

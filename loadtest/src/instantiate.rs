@@ -78,6 +78,21 @@ impl ActorHost for MemoryHost {
     }
 }
 
+/// What a raw instance of actor `address` is given: its log label and an
+/// open egress, as the node would give it.
+pub(crate) fn raw_guest(address: &str) -> Result<(wasmkeep_runtime::GuestLabel, wasmkeep_runtime::Egress), String> {
+    let app = wasmkeep_core::AppRef {
+        id: wasmkeep_core::AppId(1),
+        tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
+        name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
+    };
+    let address = wasmkeep_core::Address::parse(address).map_err(|e| e.to_string())?;
+    let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
+    let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
+    let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
+    Ok((label, wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls)))
+}
+
 pub fn run(args: &[String]) -> Result<(), String> {
     let n: usize = flag(args, "--n", 2000)?;
     let gap = Duration::from_millis(flag(args, "--gap-ms", 0u64)?);
@@ -111,16 +126,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // wakes: caches and the CPU cool down in it.
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
-        let app = wasmkeep_core::AppRef {
-            id: wasmkeep_core::AppId(1),
-            tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
-            name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
-        };
-        let address = wasmkeep_core::Address::parse("probe/raw").map_err(|e| e.to_string())?;
-        let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
-        let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
-        let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
-        let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls);
+        let (label, egress) = raw_guest("probe/raw")?;
         // A fresh instance from the pool, timed with what follows it.
         let fresh = || {
             component.instantiate(

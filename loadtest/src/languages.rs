@@ -100,16 +100,7 @@ async fn measure(wasm: &[u8], n: usize, events: usize, resident: usize, cache: &
     let cached = t.elapsed();
 
     // Raw instantiation, and with the first event.
-    let app = wasmkeep_core::AppRef {
-        id: wasmkeep_core::AppId(1),
-        tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
-        name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
-    };
-    let address = wasmkeep_core::Address::parse("counter/raw").map_err(|e| e.to_string())?;
-    let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
-    let open = Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
-    let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
-    let egress = wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls);
+    let (label, egress) = crate::instantiate::raw_guest("counter/raw")?;
     let fresh = || {
         component.instantiate(
             MemoryHost::default(),

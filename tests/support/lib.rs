@@ -256,6 +256,23 @@ pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool
     cond()
 }
 
+/// Whether the first intervals the probe actors `actors` recorded
+/// (`/interval`, read back at `/intervals`) all overlap: their latest start
+/// before their earliest end.
+pub async fn intervals_overlap(n: &TestNode, actors: &[&str]) -> Result<(), String> {
+    let (mut starts, mut ends) = (Vec::new(), Vec::new());
+    for t in actors {
+        let iv = n.get(&format!("/actor/{t}/intervals")).await.json();
+        let (s, e) = iv[0].as_str().unwrap().split_once('-').unwrap();
+        starts.push(s.parse::<u128>().unwrap());
+        ends.push(e.parse::<u128>().unwrap());
+    }
+    match starts.iter().max() < ends.iter().min() {
+        true => Ok(()),
+        false => Err(format!("starts {starts:?} ends {ends:?}")),
+    }
+}
+
 /// A WebSocket upgrade sent by hand on a raw connection, which is dropped
 /// after `leave_after`, whatever the node answered by then.
 pub async fn upgrade_and_leave(n: &TestNode, path: &str, leave_after: Duration) {
