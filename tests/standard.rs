@@ -185,6 +185,22 @@ async fn keyvalue_writes_are_the_events_commit_and_under_its_limits() {
 }
 
 #[tokio::test]
+async fn a_guest_holds_so_many_handles_and_compare_and_swaps_at_most() {
+    let n = node().await;
+    // Each handle is host memory: 10,000 at most, past them the call traps
+    // and the next event runs on a fresh instance.
+    assert_eq!(kv(&n, "/hold?v=draft&n=9000").await, (200, "9000".into()));
+    assert_eq!(kv(&n, "/hold?v=draft&n=10001").await.0, 500);
+    assert_eq!(kv(&n, "/set?v=draft&key=after&value=ok").await, (200, "set".into()));
+    // A compare-and-swap handle keeps a value: 16 at once.
+    assert_eq!(
+        kv(&n, "/cas-hold?v=draft2&n=20").await,
+        (200, "16 then Error::Other(\"at most 16 compare-and-swap handles may be open at once\")".into())
+    );
+    assert_eq!(kv(&n, "/cas-hold?v=draft2&n=16").await, (200, "16 then again true".into()));
+}
+
+#[tokio::test]
 async fn a_front_importing_keyvalue_is_refused_with_the_reason() {
     let n = node().await;
     let front = VersionSpec { front: Some(guests().kv_front.clone()), ..Default::default() };

@@ -381,12 +381,12 @@ fn a_failed_build_ends_in_one_line_naming_the_project() {
     assert!(err.contains("wasmkeep: building"), "progress is shown: {err}");
 }
 
-#[test]
-fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
+/// A TypeScript app in a directory of its own: `manifest`, and `source` as
+/// its `src/index.ts`, the SDK linked from the repository.
+fn typescript_app(manifest: &str, source: &str) -> tempfile::TempDir {
     let app = tempfile::tempdir().unwrap();
     let dir = app.path();
-    std::fs::write(dir.join("wasmkeep.toml"), "name = \"typed\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n")
-        .unwrap();
+    std::fs::write(dir.join("wasmkeep.toml"), manifest).unwrap();
     let sdk = repo().join("platform/sdk/ts").canonicalize().unwrap();
     let package = serde_json::json!({
         "name": "typed", "private": true, "type": "module", "main": "src/index.ts",
@@ -394,11 +394,17 @@ fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
     });
     std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
     std::fs::create_dir(dir.join("src")).unwrap();
-    std::fs::write(
-        dir.join("src/index.ts"),
+    std::fs::write(dir.join("src/index.ts"), source).unwrap();
+    app
+}
+
+#[test]
+fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
+    let app = typescript_app(
+        "name = \"typed\"\n[classes.c]\naccess = \"open\"\ncomponent = \".\"\n",
         "import type { Actor } from '@wasmkeep/sdk';\nexport default class C implements Actor {\n  onRequest(): Response { const n: number = 'x'; return new Response(String(n)); }\n}\n",
-    )
-    .unwrap();
+    );
+    let dir = app.path();
     let err = run_failing(dir, &[]);
     let last = err.lines().last().unwrap();
     // No lockfile: npm install made one.
@@ -410,4 +416,16 @@ fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
             dir.join(".").display()
         )
     );
+}
+
+#[test]
+fn a_typescript_front_using_an_actors_storage_is_refused_in_one_line() {
+    let app = typescript_app(
+        "name = \"typed\"\nfront = \".\"\n",
+        "import { storage } from '@wasmkeep/sdk';\nexport default { fetch: () => new Response(storage.getText('k') ?? '') };\n",
+    );
+    let err = run_failing(app.path(), &[]);
+    let last = err.lines().last().unwrap();
+    assert!(last.ends_with("(import @wasmkeep/sdk/front, not @wasmkeep/sdk)"), "{last}");
+    assert!(last.contains("failed: src/index.ts: a front cannot use wasmkeep:actor/storage@0.2.0"), "{last}");
 }

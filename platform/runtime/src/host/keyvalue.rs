@@ -30,6 +30,17 @@ const STORES: [&str; 2] = ["", "default"];
 /// Keys per page of `list-keys`: the storage listing's own cap.
 const KEYS_PAGE: u32 = 1000;
 
+/// Compare-and-swap handles a guest may hold at once: each keeps a value
+/// (up to the value limit) in the host's memory, outside the guest's.
+pub const CAS_OPEN_MAX: u32 = 16;
+
+/// What the key-value host keeps per store.
+#[derive(Debug, Default)]
+pub(crate) struct KvState {
+    /// Compare-and-swap handles the guest holds.
+    cas_open: u32,
+}
+
 /// What the guest is told when storage fails (its `other` error).
 fn failed(e: StorageError) -> String {
     match e {
@@ -302,12 +313,14 @@ impl<H: ActorHost> draft2::wasi::keyvalue::atomics::Host for GuestState<H> {
         use draft2::wasi::keyvalue::atomics::CasError;
         use draft2::wasi::keyvalue::store::Error;
         let Cas { key, seen } = self.table.delete(cas)?;
+        self.keyvalue.cas_open = self.keyvalue.cas_open.saturating_sub(1);
         let now = match self.kv_get(key.clone()).await {
             Ok(now) => now,
             Err(e) => return Ok(Err(CasError::StoreError(Error::Other(e)))),
         };
         if now != seen {
             let again = self.table.push(Cas { key, seen: now })?;
+            self.keyvalue.cas_open += 1;
             return Ok(Err(CasError::CasFailed(again)));
         }
         Ok(self.kv_set(key, value).await.map_err(|e| CasError::StoreError(Error::Other(e))))
@@ -320,10 +333,20 @@ impl<H: ActorHost> draft2::wasi::keyvalue::atomics::HostCas for GuestState<H> {
         bucket: Resource<Bucket>,
         key: String,
     ) -> wasmtime::Result<Result<Resource<Cas>, draft2::wasi::keyvalue::store::Error>> {
+        use draft2::wasi::keyvalue::store::Error;
         self.bucket(&bucket)?;
+        if self.keyvalue.cas_open >= CAS_OPEN_MAX {
+            return Ok(Err(Error::Other(format!(
+                "at most {CAS_OPEN_MAX} compare-and-swap handles may be open at once"
+            ))));
+        }
         match self.kv_get(key.clone()).await {
-            Ok(seen) => Ok(Ok(self.table.push(Cas { key, seen })?)),
-            Err(e) => Ok(Err(draft2::wasi::keyvalue::store::Error::Other(e))),
+            Ok(seen) => {
+                let cas = self.table.push(Cas { key, seen })?;
+                self.keyvalue.cas_open += 1;
+                Ok(Ok(cas))
+            }
+            Err(e) => Ok(Err(Error::Other(e))),
         }
     }
 
@@ -336,6 +359,7 @@ impl<H: ActorHost> draft2::wasi::keyvalue::atomics::HostCas for GuestState<H> {
 
     async fn drop(&mut self, cas: Resource<Cas>) -> wasmtime::Result<()> {
         self.table.delete(cas)?;
+        self.keyvalue.cas_open = self.keyvalue.cas_open.saturating_sub(1);
         Ok(())
     }
 }

@@ -93,6 +93,8 @@ pub struct GuestState<H> {
     pub(crate) http: WasiHttpCtx,
     pub(crate) egress: Egress,
     pub(crate) table: ResourceTable,
+    /// What `wasi:keyvalue` keeps between calls.
+    pub(crate) keyvalue: keyvalue::KvState,
     pub(crate) limits: StoreLimits,
     /// When the current event's wall ends; checked at each epoch tick.
     pub(crate) wall_ends: Option<std::time::Instant>,
@@ -135,7 +137,8 @@ impl<H> GuestState<H> {
             cpu: CpuTurn::new(config.cpu.clone(), cpu),
             http: WasiHttpCtx::new(),
             egress,
-            table: ResourceTable::new(),
+            table: guest_table(),
+            keyvalue: keyvalue::KvState::default(),
             limits: StoreLimitsBuilder::new()
                 .memory_size(config.memory_bytes as usize)
                 .trap_on_grow_failure(true)
@@ -145,6 +148,17 @@ impl<H> GuestState<H> {
             host,
         }
     }
+}
+
+/// Handles (streams, fields, buckets, …) a guest may hold at once. Each
+/// is host memory outside the guest's limit; wasmtime's default allows a
+/// million. Past it the call traps.
+pub const GUEST_HANDLES_MAX: usize = 10_000;
+
+fn guest_table() -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(GUEST_HANDLES_MAX);
+    table
 }
 
 impl<H: Send> WasiView for GuestState<H> {

@@ -101,6 +101,7 @@ async function bundle(entry, world, work) {
   const input = join(work, `${world}-entry.ts`);
   writeFileSync(input, glue);
   const file = join(work, `${world}.js`);
+  let imports = [];
   try {
     const build = await rolldown({
       input,
@@ -110,10 +111,17 @@ async function bundle(entry, world, work) {
       moduleTypes: { '.html': 'text', '.txt': 'text' },
       logLevel: 'silent',
     });
-    await build.write({ file, format: 'esm', codeSplitting: false });
+    const { output } = await build.write({ file, format: 'esm', codeSplitting: false });
+    imports = output.flatMap((chunk) => chunk.imports ?? []);
     await build.close();
   } catch (e) {
     fail(`bundling ${shown(entry)}: ${String(e.message ?? e).replace(/\s+/g, ' ').trim()}`);
+  }
+  // A front's world has no storage, sockets or self: say so here rather
+  // than as the component's unresolved import.
+  const actorOnly = imports.filter((i) => /^wasmkeep:actor\/(storage|sockets|self|events)@/.test(i));
+  if (world === 'front' && actorOnly.length > 0) {
+    fail(`${shown(entry)}: a front cannot use ${actorOnly.join(', ')} (import @wasmkeep/sdk/front, not @wasmkeep/sdk)`);
   }
   return file;
 }

@@ -13,6 +13,9 @@
 //! - `/batch`: `set-many`, `get-many`, `delete-many` on keys `a`, `b`;
 //! - `/cas` (draft2): a swap that holds and one that fails;
 //! - `/trap?key=K`: sets K to `trapped`, then traps;
+//! - `/hold?n=N`: opens N buckets and holds them all (the host's handle
+//!   limit traps past it); `/cas-hold?n=N` (draft2) holds N compare-and-swap
+//!   handles: how many it got, then the error that stopped it;
 //! - `/storage?key=K`: K as `wasmkeep:actor/storage` reads it;
 //! - `/env`: the environment, `NAME=VALUE` lines; `/config?key=K`: K by
 //!   `wasi:config/store@0.2.0-rc.1`.
@@ -216,6 +219,26 @@ impl Actor for StdKv {
                 }
             }
             ("draft2", "/cas") => cas(&req),
+            ("draft", "/hold") => {
+                let n: usize = param(&req, "n").parse().unwrap_or(0);
+                let held: Vec<_> = (0..n).map(|_| draft::wasi::keyvalue::store::open("").unwrap()).collect();
+                Response::text(200, held.len().to_string())
+            }
+            ("draft2", "/cas-hold") => {
+                use draft2::wasi::keyvalue::{atomics::Cas, store};
+                let bucket = store::open("").unwrap();
+                let mut held = Vec::new();
+                for _ in 0..param(&req, "n").parse().unwrap_or(0) {
+                    match Cas::new(&bucket, "k") {
+                        Ok(cas) => held.push(cas),
+                        Err(e) => return Response::text(200, format!("{} then {e:?}", held.len())),
+                    }
+                }
+                drop(held);
+                // Dropped, they are free again.
+                let again = Cas::new(&bucket, "k").is_ok();
+                Response::text(200, format!("{} then again {again}", param(&req, "n")))
+            }
             ("draft", p) => common!(draft, &req, p, |c: &u64| *c),
             ("draft2", p) => common!(draft2, &req, p, |c: &String| c.as_str()),
             _ => Response::text(404, "v must be draft or draft2"),
