@@ -134,18 +134,17 @@ pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// Installs `dir`'s packages unless npm installed them from this very
-/// lockfile already: `npm ci` with a lockfile, `npm install` without.
+/// Installs `dir`'s packages unless npm installed them since `package.json`
+/// and the lockfile last changed: `npm ci` with a lockfile, `npm install`
+/// without.
 fn install_packages(dir: &Path) -> Result<(), String> {
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules/.package-lock.json");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = match (modified(&lock), modified(&installed)) {
-        (Some(lock), Some(installed)) => installed >= lock,
-        // No lockfile: an install is what makes one.
-        (None, Some(_)) => dir.join("node_modules").is_dir(),
-        _ => false,
-    };
+    // Fresh when npm's own record of the install is newer than both what
+    // the project asks for and its lockfile.
+    let asked = modified(&dir.join("package.json")).max(modified(&lock));
+    let fresh = modified(&installed).is_some_and(|installed| asked.is_some_and(|asked| installed >= asked));
     if fresh {
         return Ok(());
     }
