@@ -305,6 +305,26 @@ async fn the_typescript_front_answers_echoes_and_fails_cleanly() {
 }
 
 #[tokio::test]
+async fn typescript_guests_fetch_through_the_hosts_egress() {
+    let n = node(test_limits()).await;
+    let target = format!("{}/fetched", n.url);
+    for from in ["/actor/ts/a", ""] {
+        let a = n.get(&format!("{from}/fetch?url={}", enc(&target))).await;
+        assert_eq!(a.status, 200, "{from}: {}", a.body);
+        assert_eq!(a.json(), json!({"status": 200, "body": "hello from the TypeScript front at /fetched\n"}), "{from}");
+    }
+    // Refused by the egress policy, the guest sees an error, not the host's.
+    let n = TestNode::start_with_egress(
+        test_limits(),
+        VersionSpec { classes: vec![class("ts", Access::Open, &ts_guests().probe)], ..Default::default() },
+        wasmkeep_core::egress::EgressPolicy::Public { allowed_hosts: None },
+    )
+    .await;
+    let a = n.get(&format!("/actor/ts/a/fetch?url={}", enc(&target))).await.json();
+    assert!(a["error"].is_string(), "{a}");
+}
+
+#[tokio::test]
 async fn a_typescript_front_hands_a_socket_to_a_typescript_actor() {
     let n = node(test_limits()).await;
     let url = format!("{}/chat?name=room%201&class=ts", n.url.replace("http://", "ws://"));

@@ -20,6 +20,10 @@ export default {
         return new Response(values.get(url.searchParams.get('name') ?? '') ?? 'unset');
       case '/echo':
         return new Response(await request.text(), { headers: { 'x-method': request.method } });
+      case '/fetch': {
+        const answer = await fetch(url.searchParams.get('url') ?? '');
+        return Response.json({ status: answer.status, body: await answer.text() });
+      }
       case '/throw':
         throw new Error('the front throws on purpose');
       default:

@@ -34,6 +34,15 @@ export default class Probe implements Actor {
         return call(url);
       case '/many':
         return many(url);
+      case '/fetch': {
+        // Outbound HTTP, through the host's egress.
+        try {
+          const answer = await fetch(url.searchParams.get('url') ?? '');
+          return Response.json({ status: answer.status, body: await answer.text() });
+        } catch (e) {
+          return Response.json({ error: e instanceof Error ? e.message : String(e) });
+        }
+      }
       case '/sockets':
         return Response.json(sockets.list().map(String));
       default:
