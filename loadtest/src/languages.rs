@@ -209,7 +209,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let events: usize = flag(args, "--events", 2000)?;
     let resident: usize = flag(args, "--resident", 200)?;
     let rust = rust_counter()?;
-    let ts = ts_counter();
+    // `--ts FILE` measures another JavaScript component in the counter's place.
+    let ts = match args.iter().position(|a| a == "--ts") {
+        Some(i) => std::fs::read(args.get(i + 1).ok_or("--ts needs a file")?).map_err(|e| e.to_string())?,
+        None => ts_counter(),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let cache = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (r, t) = rt.block_on(async {
