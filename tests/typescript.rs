@@ -324,6 +324,52 @@ async fn typescript_guests_fetch_through_the_hosts_egress() {
     assert!(a["error"].is_string(), "{a}");
 }
 
+/// `wasm` with a custom section holding `payload` appended: the same
+/// component under another hash, so no compiled cache has it.
+fn renamed(wasm: &[u8], payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let name = b"wasmkeep-test";
+    let mut section = Vec::new();
+    leb(name.len(), &mut section);
+    section.extend_from_slice(name);
+    section.extend_from_slice(payload);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(section.len(), &mut out);
+    out.extend(section);
+    out
+}
+
+#[tokio::test]
+async fn compiling_a_large_component_holds_up_no_request() {
+    let n = node(test_limits()).await;
+    assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    // A JavaScript component nobody compiled yet: seconds of compiling.
+    let stamp = format!("{:?}", std::time::SystemTime::now());
+    let wasm = renamed(&ts_guests().probe, stamp.as_bytes());
+    let node = n.node.clone();
+    let deploy = tokio::spawn(async move {
+        let spec = VersionSpec { classes: vec![class("big", Access::Open, &wasm)], ..Default::default() };
+        node.deploy("t", "other", spec).await.map(|d| d.version)
+    });
+    // This test's runtime has one thread: requests are answered while the
+    // compile runs only if it runs elsewhere.
+    for _ in 0..5 {
+        assert_eq!(n.get("/actor/open/a/count").await.status, 200);
+    }
+    assert!(!deploy.is_finished(), "five requests were answered while the component compiled");
+    assert_eq!(deploy.await.unwrap().unwrap(), 1);
+}
+
 #[tokio::test]
 async fn a_typescript_front_hands_a_socket_to_a_typescript_actor() {
     let n = node(test_limits()).await;

@@ -176,6 +176,8 @@ pub(crate) struct NodeInner {
     /// The cluster's side, on a node of a cluster.
     pub remote: Option<Arc<dyn Remote>>,
     pub runtime: Runtime<ActorEventHost, FrontHost>,
+    /// One compile at a time (`Node::compile`).
+    compiles: tokio::sync::Semaphore,
     pub store: Arc<dyn Store>,
     /// The instances actors may hold.
     pub pool: InstancePool,
@@ -357,6 +359,7 @@ impl Node {
             idle: IdleActors::default(),
             limits: Arc::new(config.limits),
             runtime,
+            compiles: tokio::sync::Semaphore::new(1),
             store,
             apps: RwLock::new(app::Apps::default()),
             values: config.values,
@@ -642,6 +645,22 @@ impl Node {
         }
     }
 
+    /// Runs `load` (a component's compile, or its load from the compiled
+    /// cache) on a blocking thread, one at a time on the node: compiling a
+    /// large component takes seconds (a JavaScript one about 7 s), and an
+    /// async worker held that long would delay every request on it.
+    async fn compile<T: Send + 'static>(
+        &self,
+        load: impl FnOnce(&Runtime<ActorEventHost, FrontHost>) -> T + Send + 'static,
+    ) -> T {
+        let _turn = self.0.compiles.acquire().await.expect("the compile gate is never closed");
+        let inner = self.0.clone();
+        match tokio::task::spawn_blocking(move || load(&inner.runtime)).await {
+            Ok(loaded) => loaded,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+
     /// Checks, compiles and stores the components of `spec`.
     async fn build(&self, tenant: &str, app_name: &str, spec: VersionSpec) -> Result<Built, DeployFailure> {
         let inner = &self.0;
@@ -653,14 +672,18 @@ impl Node {
         }
         // Every component is checked before any is stored.
         let front = match &spec.front {
-            Some(wasm) => Some(inner.runtime.load_front(wasm, &spec.env).map_err(DeployFailure::Front)?),
+            Some(wasm) => {
+                let (wasm, env) = (wasm.clone(), spec.env.clone());
+                Some(self.compile(move |r| r.load_front(&wasm, &env)).await.map_err(DeployFailure::Front)?)
+            }
             None => None,
         };
         let mut loaded = Vec::with_capacity(spec.classes.len());
         for c in &spec.classes {
-            let component = inner
-                .runtime
-                .load_actor(&c.wasm, &spec.env)
+            let (wasm, env) = (c.wasm.clone(), spec.env.clone());
+            let component = self
+                .compile(move |r| r.load_actor(&wasm, &env))
+                .await
                 .map_err(|error| DeployFailure::Component { class: c.name.to_string(), error })?;
             loaded.push(component);
         }
@@ -709,9 +732,10 @@ impl Node {
             inner.store.component(hash).await?.ok_or_else(missing)
         };
         let front = match manifest.front {
-            true => Some(Arc::new(
-                inner.runtime.load_front(&bytes(FRONT_KEY).await?, &manifest.env).map_err(DeployFailure::Front)?,
-            )),
+            true => {
+                let (wasm, env) = (bytes(FRONT_KEY).await?, manifest.env.clone());
+                Some(Arc::new(self.compile(move |r| r.load_front(&wasm, &env)).await.map_err(DeployFailure::Front)?))
+            }
             false => None,
         };
         let mut classes = HashMap::new();
@@ -720,9 +744,10 @@ impl Node {
                 |e: String| DeployFailure::Stored(format!("version {}: class {}: {e}", stored.number, c.name));
             let name = ClassName::parse(&c.name).map_err(|e| stored_class(e.to_string()))?;
             let access = Access::parse(&c.access).ok_or_else(|| stored_class(format!("access {}", c.access)))?;
-            let component = inner
-                .runtime
-                .load_actor(&bytes(&c.name).await?, &manifest.env)
+            let (wasm, env) = (bytes(&c.name).await?, manifest.env.clone());
+            let component = self
+                .compile(move |r| r.load_actor(&wasm, &env))
+                .await
                 .map_err(|error| DeployFailure::Component { class: c.name.clone(), error })?;
             classes.insert(c.name.clone(), Arc::new(Class { name, access, component: Arc::new(component) }));
         }
