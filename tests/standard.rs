@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use wasmkeep_actors::{DeployFailure, VersionSpec};
 use wasmkeep_core::Access;
 use wasmkeep_tests::{TestNode, class, guests, test_limits};
@@ -155,9 +155,18 @@ async fn listing_follows_cursors_of_either_kind_to_the_end() {
             "{v}"
         );
     }
-    // An offset past the end is an empty last page, not an error.
-    let (_, body) = kv(&n, "/keys?v=draft").await;
-    assert!(body.contains("\"count\":2500"));
+    // Offsets cut pages where they fall, and one past the end is an empty
+    // last page, not an error.
+    for (start, pages, count, first) in [
+        (1500, json!([500, 500]), 1000, json!("k01500")),
+        (999, json!([1, 1000, 500]), 1501, json!("k00999")),
+        (3000, json!([0]), 0, Value::Null),
+    ] {
+        let (status, body) = kv(&n, &format!("/keys?v=draft&start={start}")).await;
+        assert_eq!(status, 200, "{body}");
+        let keys: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((&keys["pages"], &keys["count"], &keys["first"]), (&pages, &json!(count), &first), "from {start}");
+    }
 }
 
 #[tokio::test]
@@ -187,10 +196,10 @@ async fn keyvalue_writes_are_the_events_commit_and_under_its_limits() {
 #[tokio::test]
 async fn a_guest_holds_so_many_handles_and_compare_and_swaps_at_most() {
     let n = node().await;
-    // Each handle is host memory: 10,000 at most, past them the call traps
+    // Each handle is host memory: 4,096 at most, past them the call traps
     // and the next event runs on a fresh instance.
-    assert_eq!(kv(&n, "/hold?v=draft&n=9000").await, (200, "9000".into()));
-    assert_eq!(kv(&n, "/hold?v=draft&n=10001").await.0, 500);
+    assert_eq!(kv(&n, "/hold?v=draft&n=4000").await, (200, "4000".into()));
+    assert_eq!(kv(&n, "/hold?v=draft&n=4097").await.0, 500);
     assert_eq!(kv(&n, "/set?v=draft&key=after&value=ok").await, (200, "set".into()));
     // A compare-and-swap handle keeps a value: 16 at once.
     assert_eq!(
@@ -198,6 +207,15 @@ async fn a_guest_holds_so_many_handles_and_compare_and_swaps_at_most() {
         (200, "16 then Error::Other(\"at most 16 compare-and-swap handles may be open at once\")".into())
     );
     assert_eq!(kv(&n, "/cas-hold?v=draft2&n=16").await, (200, "16 then again true".into()));
+    // A batch names 1,000 keys at most, and answers 16 MiB at most: a key
+    // named again is copied again.
+    kv(&n, "/big?v=draft&mb=1").await;
+    assert_eq!(kv(&n, "/get-many?v=draft&key=big&n=15").await, (200, "15".into()));
+    let (status, body) = kv(&n, "/get-many?v=draft2&key=big&n=17").await;
+    assert_eq!(status, 500);
+    assert!(body.contains("get-many: the values are over 16777216 bytes together"), "{body}");
+    let (status, body) = kv(&n, "/get-many?v=draft&key=nothing&n=1001").await;
+    assert_eq!((status, body.contains("get-many: 1001 keys, over the limit of 1000")), (500, true), "{body}");
 }
 
 #[tokio::test]
@@ -211,6 +229,6 @@ async fn a_front_importing_keyvalue_is_refused_with_the_reason() {
         "front: component imports `wasi:keyvalue/store@0.2.0-draft`, which a front cannot have: \
          a front has no storage (an actor has its own)"
     );
-    // As an actor's class it would deploy; as a front nothing changed.
+    // The refused version changed nothing.
     assert_eq!(n.get("/env").await.status, 200);
 }

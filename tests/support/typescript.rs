@@ -42,7 +42,17 @@ pub fn ts_guests() -> &'static TsGuests {
         let sdk = sdk();
         let _lock = build_lock();
         npm_install(&dir);
-        let sources = newest(&[&dir.join("src"), &sdk.join("src"), &sdk.join("bin"), &sdk.join("wit")]);
+        // What a build depends on: the sources, the SDK and both lockfiles
+        // (a new toolchain is a new build).
+        let sources = newest(&[
+            &dir.join("src"),
+            &dir.join("package-lock.json"),
+            &sdk.join("src"),
+            &sdk.join("bin"),
+            &sdk.join("wit"),
+            &sdk.join("package.json"),
+            &sdk.join("package-lock.json"),
+        ]);
         let build = |world: &str, entry: &str, out: &str| {
             let out = dir.join("dist").join(out);
             if modified(&out).is_some_and(|built| built > sources) {
@@ -72,7 +82,7 @@ fn wasmkeep_build(sdk: &Path, dir: &Path, world: &str, entry: Option<&str>, out:
     if let Some(entry) = entry {
         build.args(["--entry", entry]);
     }
-    let status = build.arg("--out").arg(out).arg(dir).status().expect("running node (Node.js 20 or later)");
+    let status = build.arg("--out").arg(out).arg(dir).status().expect("running node (Node.js 20.19 or later)");
     assert!(status.success(), "building {} failed", dir.display());
     std::fs::read(out).unwrap()
 }
@@ -88,7 +98,7 @@ fn npm_install(dir: &Path) {
         .current_dir(dir)
         .stdin(Stdio::null())
         .status()
-        .expect("running npm (the TypeScript tests need Node.js 20 and npm)");
+        .expect("running npm (the TypeScript tests need Node.js 20.19 or later and npm)");
     assert!(status.success(), "npm ci in {} failed", dir.display());
 }
 
@@ -96,10 +106,11 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
-/// The newest modification under `dirs`.
-fn newest(dirs: &[&Path]) -> SystemTime {
-    let mut newest = SystemTime::UNIX_EPOCH;
-    let mut pending: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+/// The newest modification of `paths`, files or everything under directories.
+fn newest(paths: &[&Path]) -> SystemTime {
+    let mut newest =
+        paths.iter().filter(|p| p.is_file()).filter_map(|p| modified(p)).max().unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut pending: Vec<PathBuf> = paths.iter().filter(|p| p.is_dir()).map(|d| d.to_path_buf()).collect();
     while let Some(d) = pending.pop() {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let Ok(meta) = entry.metadata() else { continue };

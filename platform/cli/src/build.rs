@@ -88,6 +88,7 @@ impl World {
 pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
     let shown = dir.display();
     let dir = &dir.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
+    check_node()?;
     install_packages(dir)?;
     // An SDK linked from a directory (`file:`) keeps its own packages there.
     let sdk = dir.join("node_modules/@wasmkeep/sdk");
@@ -109,29 +110,47 @@ pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run node for {shown}: {e} (building TypeScript needs Node.js 20 or later)"))?;
-    // Its lines pass through. When it fails its last line is the reason;
-    // when node itself fails, the first error line is.
-    let mut last = String::new();
+        .map_err(|e| format!("cannot run node for {shown}: {e} (building TypeScript needs Node.js 20.19 or later)"))?;
+    // Its lines pass through; its failure is the line it marks so. When
+    // node itself fails (killed, or too old to start it), the first error
+    // line is the reason.
+    let mut failure = None;
     let mut first_error = None;
     let stderr = child.stderr.take().expect("stderr is piped");
     for line in std::io::BufReader::new(stderr).lines() {
         let Ok(line) = line else { break };
         eprintln!("{line}");
-        if first_error.is_none() && line.contains("Error") {
+        if let Some(reason) = line.strip_prefix("wasmkeep-build: failed: ") {
+            failure = Some(reason.to_owned());
+        } else if first_error.is_none() && line.contains("Error") {
             first_error = Some(line.trim().to_owned());
         }
-        last = line;
     }
     let status = child.wait().map_err(|e| format!("wasmkeep-build in {shown}: {e}"))?;
     if !status.success() {
-        let reason = match last.strip_prefix("wasmkeep-build: ") {
-            Some(reason) => reason.to_owned(),
-            None => first_error.unwrap_or_else(|| format!("wasmkeep-build exited with {status}")),
-        };
+        let reason = failure.or(first_error).unwrap_or_else(|| format!("wasmkeep-build exited with {status}"));
         return Err(format!("building {shown} failed: {reason}"));
     }
     Ok(out)
+}
+
+/// The oldest Node.js the SDK's toolchain runs on (rolldown's floor).
+const NODE_MIN: (u32, u32) = (20, 19);
+
+/// Node.js is there and new enough, or one line saying what is needed.
+fn check_node() -> Result<(), String> {
+    let need = format!("Node.js {}.{} or later", NODE_MIN.0, NODE_MIN.1);
+    let output = Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("building TypeScript needs {need} and npm: cannot run node: {e}"))?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let mut parts = version.trim_start_matches('v').split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    match found >= NODE_MIN {
+        true => Ok(()),
+        false => Err(format!("building TypeScript needs {need}; this node is {version}")),
+    }
 }
 
 /// Installs `dir`'s packages unless npm installed them since `package.json`
@@ -148,7 +167,10 @@ fn install_packages(dir: &Path) -> Result<(), String> {
     if fresh {
         return Ok(());
     }
-    let verb = if lock.is_file() { "ci" } else { "install" };
+    // `npm ci` installs exactly the lockfile, and refuses one that
+    // package.json has moved past: then `npm install` brings it up to date.
+    let lock_current = modified(&lock).is_some_and(|l| modified(&dir.join("package.json")).is_none_or(|p| p <= l));
+    let verb = if lock_current { "ci" } else { "install" };
     eprintln!("wasmkeep: installing {}'s packages (npm {verb})", dir.display());
     let output = Command::new("npm")
         .args([verb, "--no-audit", "--no-fund", "--loglevel=error"])
@@ -158,10 +180,12 @@ fn install_packages(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot run npm in {}: {e} (building TypeScript needs npm)", dir.display()))?;
     if !output.status.success() {
         let errors = String::from_utf8_lossy(&output.stderr);
+        // npm's first lines are often `code E404` or `errno …`: the message
+        // is the first line that is not.
         let reason = errors
             .lines()
-            .map(|l| l.trim_start_matches("npm error").trim())
-            .find(|l| !l.is_empty())
+            .map(|l| l.trim_start_matches("npm error").trim_start_matches("npm ERR!").trim())
+            .find(|l| !l.is_empty() && !l.starts_with("code ") && !l.starts_with("errno "))
             .unwrap_or("no message");
         return Err(format!("npm {verb} in {} failed: {reason}", dir.display()));
     }

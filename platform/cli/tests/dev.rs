@@ -405,17 +405,26 @@ fn a_typescript_type_error_is_one_line_naming_the_file_and_line() {
         "import type { Actor } from '@wasmkeep/sdk';\nexport default class C implements Actor {\n  onRequest(): Response { const n: number = 'x'; return new Response(String(n)); }\n}\n",
     );
     let dir = app.path();
+    let want = format!(
+        "wasmkeep: building {} failed: src/index.ts:3:33: Type 'string' is not assignable to type 'number'. (TS2322)",
+        dir.join(".").display()
+    );
     let err = run_failing(dir, &[]);
-    let last = err.lines().last().unwrap();
     // No lockfile: npm install made one.
     assert!(dir.join("package-lock.json").is_file());
-    assert_eq!(
-        last,
-        format!(
-            "wasmkeep: building {} failed: src/index.ts:3:33: Type 'string' is not assignable to type 'number'. (TS2322)",
-            dir.join(".").display()
-        )
-    );
+    assert_eq!(err.lines().last().unwrap(), want);
+    // package.json moved past its lockfile: installed again (`npm ci` would
+    // refuse the stale lockfile), and the same error is found.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let package = std::fs::read_to_string(dir.join("package.json")).unwrap();
+    std::fs::write(
+        dir.join("package.json"),
+        package.replace("\"private\":true", "\"private\":true,\"version\":\"0.0.2\""),
+    )
+    .unwrap();
+    let err = run_failing(dir, &[]);
+    assert!(err.contains("packages (npm install)"), "{err}");
+    assert_eq!(err.lines().last().unwrap(), want);
 }
 
 #[test]

@@ -28,7 +28,14 @@ pub struct Cas {
 const STORES: [&str; 2] = ["", "default"];
 
 /// Keys per page of `list-keys`: the storage listing's own cap.
-const KEYS_PAGE: u32 = 1000;
+const KEYS_PAGE: u32 = wasmkeep_core::listing::LIST_LIMIT_MAX;
+
+/// Keys one `get-many`, `set-many` or `delete-many` may name.
+pub const BATCH_KEYS_MAX: usize = wasmkeep_core::listing::LIST_LIMIT_MAX as usize;
+
+/// The values one `get-many` may answer, together: the host copies each
+/// (a key may be named many times), so a batch is bounded like a page.
+pub const BATCH_BYTES_MAX: usize = 16 * 1024 * 1024;
 
 /// Compare-and-swap handles a guest may hold at once: each keeps a value
 /// (up to the value limit) in the host's memory, outside the guest's.
@@ -124,14 +131,24 @@ impl<H: ActorHost> GuestState<H> {
     }
 
     async fn kv_get_many(&mut self, keys: Vec<String>) -> Result<Vec<Option<(String, Vec<u8>)>>, String> {
+        batch_keys("get-many", keys.len())?;
         let mut found = Vec::with_capacity(keys.len());
+        let mut bytes = 0;
         for key in keys {
-            found.push(self.kv_get(key.clone()).await?.map(|v| (key, v)));
+            let value = self.kv_get(key.clone()).await?;
+            bytes += value.as_ref().map_or(0, |v| v.len() + key.len());
+            if bytes > BATCH_BYTES_MAX {
+                return Err(format!(
+                    "get-many: the values are over {BATCH_BYTES_MAX} bytes together; ask for fewer keys"
+                ));
+            }
+            found.push(value.map(|v| (key, v)));
         }
         Ok(found)
     }
 
     async fn kv_set_many(&mut self, pairs: Vec<(String, Vec<u8>)>) -> Result<(), String> {
+        batch_keys("set-many", pairs.len())?;
         for (key, value) in pairs {
             self.kv_set(key, value).await?;
         }
@@ -139,10 +156,19 @@ impl<H: ActorHost> GuestState<H> {
     }
 
     async fn kv_delete_many(&mut self, keys: Vec<String>) -> Result<(), String> {
+        batch_keys("delete-many", keys.len())?;
         for key in keys {
             self.kv_delete(key).await?;
         }
         Ok(())
+    }
+}
+
+/// A batch names at most [`BATCH_KEYS_MAX`] keys.
+fn batch_keys(op: &str, keys: usize) -> Result<(), String> {
+    match keys <= BATCH_KEYS_MAX {
+        true => Ok(()),
+        false => Err(format!("{op}: {keys} keys, over the limit of {BATCH_KEYS_MAX}")),
     }
 }
 

@@ -153,7 +153,7 @@ impl<H> GuestState<H> {
 /// Handles (streams, fields, buckets, …) a guest may hold at once. Each
 /// is host memory outside the guest's limit; wasmtime's default allows a
 /// million. Past it the call traps.
-pub const GUEST_HANDLES_MAX: usize = 10_000;
+pub const GUEST_HANDLES_MAX: usize = 4_096;
 
 fn guest_table() -> ResourceTable {
     let mut table = ResourceTable::new();

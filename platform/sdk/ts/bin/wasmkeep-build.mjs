@@ -8,8 +8,8 @@
 // The project's entry is `--entry`, else package.json's `main` (else
 // `src/index.ts`, `index.ts`, `src/index.js`, `index.js`); its default export is the
 // actor's class, or the front (`{ fetch(request) }` or a function).
-// Progress goes to stderr; a failure is one line naming the file and line
-// where there is one, and the exit status 1.
+// Progress goes to stderr; a failure is one line, `wasmkeep-build: failed:
+// …`, naming the file and line where there is one, and the exit status 1.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,8 +19,9 @@ import { fileURLToPath } from 'node:url';
 const sdk = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const WORLDS = { actor: 'actor-core', front: 'front-core' };
 
+/** The one line a failure is: `wasmkeep-build: failed: …` (progress lines have no `failed:`). */
 function fail(message) {
-  console.error(`wasmkeep-build: ${message.split('\n')[0]}`);
+  console.error(`wasmkeep-build: failed: ${String(message).split('\n')[0]}`);
   process.exit(1);
 }
 
@@ -157,4 +158,8 @@ async function main() {
   progress(`wrote ${shown(args.out)} (${(component.length / 1048576).toFixed(1)} MiB)`);
 }
 
-await main();
+try {
+  await main();
+} catch (e) {
+  fail(`unexpected: ${e?.message ?? e}`);
+}

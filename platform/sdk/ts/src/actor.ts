@@ -102,9 +102,12 @@ export const storage = {
   delete(key: string): void {
     storageOp(() => host.delete(key));
   },
-  /** One page of keys starting with `prefix`, in byte order; pass `cursor` on for the next. */
+  /**
+   * One page of keys starting with `prefix`, in byte order, at most
+   * `limit` (the host's most when absent); pass `cursor` on for the next.
+   */
   list(options: { prefix?: string; cursor?: string; limit?: number } = {}): { entries: Array<[string, Uint8Array]>; cursor?: string } {
-    return storageOp(() => host.list(options.prefix ?? '', options.cursor, options.limit ?? 1000));
+    return storageOp(() => host.list(options.prefix ?? '', options.cursor, options.limit ?? 0));
   },
   /** Deletes every key of the actor. */
   deleteAll(): void {

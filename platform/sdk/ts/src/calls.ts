@@ -4,7 +4,8 @@
 import { call as callHost } from 'wasmkeep:actor/actors@0.2.0';
 import type { CallError as CallErrorRecord } from 'wasmkeep:actor/actors@0.2.0';
 import { callMany as callManyHost } from 'wasmkeep:actor/calls@0.2.0';
-import { type CallRequest, recordFromRequest, responseFromRecord } from './convert.ts';
+import type { Response as ResponseRecord } from 'wasmkeep:actor/actors@0.2.0';
+import { type CallRequest, isResponseStatus, recordFromRequest, responseFromRecord } from './convert.ts';
 
 /** Why a call did not answer. */
 export type CallErrorKind = 'invalid-address' | 'too-large' | 'reentrant' | 'timeout' | 'failed';
@@ -37,6 +38,17 @@ export class CallError extends Error {
 /** What one entry of `callMany` gives: the callee's answer. */
 export type CallResponse = Response;
 
+/**
+ * The callee's answer, or the `failed` error of one a `Response` cannot
+ * carry (a status outside 200–599, which a Rust callee may answer).
+ */
+function answerOf(record: ResponseRecord): Response | CallError {
+  if (!isResponseStatus(record.status)) {
+    return new CallError('failed', `the callee answered status ${record.status}, which a Response cannot carry`);
+  }
+  return responseFromRecord(record);
+}
+
 /** An import's `err` as thrown by the component's bindings. */
 function payloadOf(thrown: unknown): CallErrorRecord {
   const payload = (thrown as { payload?: unknown })?.payload ?? thrown;
@@ -56,11 +68,12 @@ export const actors = {
     const record = await recordFromRequest(request);
     let answer;
     try {
-      answer = callHost(`${cls}/${name}`, record);
+      answer = answerOf(callHost(`${cls}/${name}`, record));
     } catch (thrown) {
       throw CallError.fromRecord(payloadOf(thrown));
     }
-    return responseFromRecord(answer);
+    if (answer instanceof CallError) throw answer;
+    return answer;
   },
 
   /**
@@ -74,7 +87,7 @@ export const actors = {
   async callMany(calls: Array<[address: string, request: CallRequest]>): Promise<Array<CallResponse | CallError>> {
     const records = await Promise.all(calls.map(async ([address, request]) => [address, await recordFromRequest(request)] as [string, Awaited<ReturnType<typeof recordFromRequest>>]));
     return callManyHost(records).map((result) =>
-      result.tag === 'ok' ? responseFromRecord(result.val) : CallError.fromRecord(result.val),
+      result.tag === 'ok' ? answerOf(result.val) : CallError.fromRecord(result.val),
     );
   },
 };

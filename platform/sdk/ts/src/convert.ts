@@ -83,9 +83,18 @@ export async function recordFromRequest(request: CallRequest): Promise<RequestRe
 }
 
 /** Statuses whose responses have no body (the `Response` constructor refuses one). */
-const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+const NULL_BODY = new Set([204, 205, 304]);
 
-/** A callee's answer as a standard `Response`. */
+/** Whether a `Response` can carry `status` (the constructor refuses the rest). */
+export function isResponseStatus(status: number): boolean {
+  return status >= 200 && status <= 599;
+}
+
+/**
+ * A callee's answer as a standard `Response`. Its status must be one a
+ * `Response` can carry (`isResponseStatus`); a 205's body, which a
+ * `Response` cannot carry, is dropped.
+ */
 export function responseFromRecord(record: ResponseRecord): Response {
   const body = NULL_BODY.has(record.status) ? null : asBody(record.body);
   return new Response(body, { status: record.status, headers: toHeaders(record.headers) });

@@ -6,6 +6,7 @@ import { type Actor, type Conn, SocketError, StorageError, __events } from '../s
 import { address, deleteSelf, sockets, storage } from '../src/index.ts';
 import { kept } from './fakes/storage.ts';
 import { closed, sent } from './fakes/sockets.ts';
+import * as selfHost from './fakes/self.ts';
 
 class Counter implements Actor {
   made = 0;
@@ -21,6 +22,9 @@ class Counter implements Actor {
   }
   onWebSocketMessage(conn: Conn, message: string | Uint8Array): void {
     sockets.send(conn, message);
+  }
+  onWebSocketClose(conn: Conn, code: number, reason: string): void {
+    storage.put(`closed/${conn}`, `${code} ${reason}`);
   }
 }
 
@@ -44,6 +48,7 @@ test('socket events: a refused open is the host\'s err, messages of both kinds',
   await events.onWebsocketMessage(1n, { tag: 'binary', val: new Uint8Array([1]) });
   assert.deepEqual(sent.slice(-3), [[1n, 'hello /chat'], [1n, 'hi'], [1n, new Uint8Array([1])]]);
   await events.onWebsocketClose(1n, 1000, 'bye');
+  assert.equal(storage.getText('closed/1'), '1000 bye');
   sockets.close(1n, 4000, 'done');
   assert.deepEqual(closed.at(-1), [1n, 4000, 'done']);
   assert.deepEqual(sockets.list(), [1n]);
@@ -68,5 +73,7 @@ test('storage: bytes, text, JSON, listing pages, typed refusals', () => {
   storage.deleteAll();
   assert.equal(storage.list().entries.length, 0);
   assert.equal(address(), 'counter/a b');
+  assert.equal(selfHost.deleted, false);
   deleteSelf();
+  assert.equal(selfHost.deleted, true);
 });

@@ -56,3 +56,14 @@ test('callMany answers one entry per call, in input order, errors as values', as
   assert.deepEqual(batch.map(([a, r]) => [a, r.method, r.path]), [['a/1', 'GET', '/x'], ['bad', 'GET', '/x'], ['b/2', 'DELETE', '/y'], ['slow/3', 'GET', '/z']]);
   assert.deepEqual(await actors.callMany([]), []);
 });
+
+test('an answer no Response can carry is a failed entry, not a throw', async () => {
+  answerWith((address) => ({ status: address === 'odd/1' ? 600 : 205, headers: [], body: new TextEncoder().encode('x') }));
+  const [odd, reset] = await actors.callMany([
+    ['odd/1', '/'],
+    ['reset/2', '/'],
+  ]);
+  assert.ok(odd instanceof CallError && odd.kind === 'failed' && odd.reason === 'the callee answered status 600, which a Response cannot carry');
+  assert.ok(reset instanceof Response && reset.status === 205 && reset.body === null);
+  await assert.rejects(actors.call('odd', '1', '/'), (e: unknown) => e instanceof CallError && e.kind === 'failed');
+});

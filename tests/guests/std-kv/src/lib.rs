@@ -8,7 +8,8 @@
 //!   `/delete`; `/big?mb=N` sets an N MiB value;
 //! - `/fill?n=N`: keys `k00000`… set with `set-many`, 100 a batch;
 //! - `/keys`: every key by `list-keys`, following cursors: the pages' sizes
-//!   and the keys' count, first and last;
+//!   and the keys' count, first and last (`start=N`: from offset N, draft);
+//! - `/get-many?key=K&n=N`: K named N times in one `get-many`: how many came;
 //! - `/incr?key=K&by=N`: the counter after the increment;
 //! - `/batch`: `set-many`, `get-many`, `delete-many` on keys `a`, `b`;
 //! - `/cas` (draft2): a swap that holds and one that fails;
@@ -53,7 +54,7 @@ fn shown<E: std::fmt::Debug>(e: E) -> Response {
 
 /// The operations both versions have, on module `$v`.
 macro_rules! common {
-    ($v:ident, $req:expr, $path:expr, $cursor:expr) => {{
+    ($v:ident, $req:expr, $path:expr, $cursor:expr, $start:expr) => {{
         use $v::wasi::keyvalue::{batch, store};
         let req = $req;
         let key = param(req, "key");
@@ -106,7 +107,7 @@ macro_rules! common {
             "/keys" => {
                 let mut pages = Vec::new();
                 let mut all: Vec<String> = Vec::new();
-                let mut cursor = None;
+                let mut cursor = $start(req);
                 loop {
                     let page = match bucket.list_keys(cursor.as_ref().map($cursor)) {
                         Ok(p) => p,
@@ -123,6 +124,13 @@ macro_rules! common {
                     200,
                     &json!({"pages": pages, "count": all.len(), "first": all.first(), "last": all.last()}),
                 )
+            }
+            "/get-many" => {
+                let keys = vec![key.clone(); param(req, "n").parse().unwrap_or(1)];
+                match batch::get_many(&bucket, &keys) {
+                    Ok(got) => Response::text(200, got.iter().flatten().count().to_string()),
+                    Err(e) => shown(e),
+                }
             }
             "/batch" => {
                 let pairs = vec![("a".to_string(), b"1".to_vec()), ("b".to_string(), b"2".to_vec())];
@@ -239,8 +247,8 @@ impl Actor for StdKv {
                 let again = Cas::new(&bucket, "k").is_ok();
                 Response::text(200, format!("{} then again {again}", param(&req, "n")))
             }
-            ("draft", p) => common!(draft, &req, p, |c: &u64| *c),
-            ("draft2", p) => common!(draft2, &req, p, |c: &String| c.as_str()),
+            ("draft", p) => common!(draft, &req, p, |c: &u64| *c, |r: &Request| param(r, "start").parse::<u64>().ok()),
+            ("draft2", p) => common!(draft2, &req, p, |c: &String| c.as_str(), |_: &Request| None::<String>),
             _ => Response::text(404, "v must be draft or draft2"),
         }
     }

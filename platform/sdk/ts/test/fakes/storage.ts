@@ -17,7 +17,9 @@ function _delete(key: string): void {
   kept.delete(key);
 }
 export { _delete as delete };
-export function list(prefix: string, cursor: string | undefined, limit: number) {
+export function list(prefix: string, cursor: string | undefined, asked: number) {
+  // As the host: 0 is the most, 1,000.
+  const limit = asked === 0 ? 1000 : Math.min(asked, 1000);
   const keys = [...kept.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
   const page = keys.slice(0, limit);
   return { entries: page.map((k) => [k, kept.get(k)!] as [string, Uint8Array]), cursor: keys.length > limit ? page[page.length - 1] : undefined };
