@@ -78,19 +78,39 @@ impl ActorHost for MemoryHost {
     }
 }
 
-/// What a raw instance of actor `address` is given: its log label and an
-/// open egress, as the node would give it.
-pub(crate) fn raw_guest(address: &str) -> Result<(wasmkeep_runtime::GuestLabel, wasmkeep_runtime::Egress), String> {
-    let app = wasmkeep_core::AppRef {
-        id: wasmkeep_core::AppId(1),
-        tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
-        name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
-    };
-    let address = wasmkeep_core::Address::parse(address).map_err(|e| e.to_string())?;
-    let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
-    let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
-    let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
-    Ok((label, wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls)))
+/// A raw instance of an actor, given what the node would give it: its log
+/// label and an open egress.
+pub(crate) struct RawGuest {
+    label: wasmkeep_runtime::GuestLabel,
+    egress: wasmkeep_runtime::Egress,
+}
+
+impl RawGuest {
+    pub(crate) fn new(address: &str) -> Result<Self, String> {
+        let app = wasmkeep_core::AppRef {
+            id: wasmkeep_core::AppId(1),
+            tenant: wasmkeep_core::TenantId::parse("bench").map_err(|e| e.to_string())?,
+            name: wasmkeep_core::AppName::parse("app").map_err(|e| e.to_string())?,
+        };
+        let address = wasmkeep_core::Address::parse(address).map_err(|e| e.to_string())?;
+        let label = wasmkeep_runtime::GuestLabel::actor(&app, &address);
+        let open = std::sync::Arc::new(wasmkeep_core::egress::EgressPolicy::Open);
+        let tls = wasmkeep_runtime::egress_tls::client_config(b"").map_err(|e| e.to_string())?;
+        Ok(Self { label, egress: wasmkeep_runtime::Egress::for_app("bench/app".into(), open, tls) })
+    }
+
+    /// A fresh instance of `component` from the pool.
+    pub(crate) async fn instance(
+        &self,
+        component: &Arc<wasmkeep_runtime::ActorComponent<MemoryHost>>,
+    ) -> Result<wasmkeep_runtime::ActorInstance<MemoryHost>, String> {
+        let ends = Instant::now() + Duration::from_secs(30);
+        let cpu = wasmkeep_runtime::CpuShare::default();
+        component
+            .instantiate(MemoryHost::default(), self.label.clone(), self.egress.clone(), cpu, ends)
+            .await
+            .map_err(|e| format!("{e:?}"))
+    }
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -126,27 +146,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // wakes: caches and the CPU cool down in it.
         let mut raw = Vec::with_capacity(n);
         let mut raw_event = Vec::with_capacity(n);
-        let (label, egress) = raw_guest("probe/raw")?;
+        let guest = RawGuest::new("probe/raw")?;
         // A fresh instance from the pool, timed with what follows it.
-        let fresh = || {
-            component.instantiate(
-                MemoryHost::default(),
-                label.clone(),
-                egress.clone(),
-                wasmkeep_runtime::CpuShare::default(),
-                Instant::now() + Duration::from_secs(30),
-            )
-        };
+        let fresh = || guest.instance(&component);
         for _ in 0..n {
             if !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
             let t = Instant::now();
-            let instance = fresh().await.map_err(|e| format!("{e:?}"))?;
+            let instance = fresh().await?;
             raw.push(t.elapsed());
             drop(instance);
             let t = Instant::now();
-            let mut instance = fresh().await.map_err(|e| format!("{e:?}"))?;
+            let mut instance = fresh().await?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             raw_event.push(t.elapsed());
         }
@@ -157,7 +169,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let mut held = std::collections::VecDeque::new();
         for _ in 0..n {
             let t = Instant::now();
-            let mut instance = fresh().await.map_err(|e| format!("{e:?}"))?;
+            let mut instance = fresh().await?;
             instance.run(&peek_event, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
             rotating.push(t.elapsed());
             held.push_back(instance);

@@ -100,16 +100,8 @@ async fn measure(wasm: &[u8], n: usize, events: usize, resident: usize, cache: &
     let cached = t.elapsed();
 
     // Raw instantiation, and with the first event.
-    let (label, egress) = crate::instantiate::raw_guest("counter/raw")?;
-    let fresh = || {
-        component.instantiate(
-            MemoryHost::default(),
-            label.clone(),
-            egress.clone(),
-            wasmkeep_runtime::CpuShare::default(),
-            Instant::now() + Duration::from_secs(30),
-        )
-    };
+    let guest = crate::instantiate::RawGuest::new("counter/raw")?;
+    let fresh = || guest.instance(&component);
     let peek = GuestEvent::Request(wasmkeep_runtime::Request {
         method: "GET".into(),
         path: "/peek".into(),
@@ -119,10 +111,10 @@ async fn measure(wasm: &[u8], n: usize, events: usize, resident: usize, cache: &
     let (mut raw, mut raw_event) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         let t = Instant::now();
-        drop(fresh().await.map_err(|e| format!("{e:?}"))?);
+        drop(fresh().await?);
         raw.push(t.elapsed());
         let t = Instant::now();
-        let mut instance = fresh().await.map_err(|e| format!("{e:?}"))?;
+        let mut instance = fresh().await?;
         instance.run(&peek, Instant::now() + Duration::from_secs(30)).await.map_err(|e| format!("{e:?}"))?;
         raw_event.push(t.elapsed());
     }
