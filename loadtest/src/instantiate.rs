@@ -78,6 +78,19 @@ impl ActorHost for MemoryHost {
     }
 }
 
+/// A bare engine sized by `limits`, one guest computing at a time, its
+/// guests' lines dropped.
+pub(crate) fn engine_config(limits: &Limits) -> EngineConfig {
+    let logs =
+        wasmkeep_telemetry::logs::GuestLogs::new(wasmkeep_telemetry::logs::LogRates { per_actor: 0, per_app: 0 });
+    EngineConfig {
+        instances: limits.pool_instances,
+        memory_bytes: limits.memory_bytes,
+        busy_guests: 1,
+        logs: Arc::new(logs),
+    }
+}
+
 /// A raw instance of an actor, given what the node would give it: its log
 /// label and an open egress.
 pub(crate) struct RawGuest {
@@ -128,14 +141,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let body = async move {
         let probe = wasmkeep_tests::guests().probe.clone();
         let limits = Limits { idle_secs: 0.05, ..Limits::default() };
-        let logs =
-            wasmkeep_telemetry::logs::GuestLogs::new(wasmkeep_telemetry::logs::LogRates { per_actor: 0, per_app: 0 });
-        let engine = EngineConfig {
-            instances: limits.pool_instances,
-            memory_bytes: limits.memory_bytes,
-            busy_guests: 1,
-            logs: std::sync::Arc::new(logs),
-        };
+        let engine = engine_config(&limits);
         let runtime: Runtime<MemoryHost, MemoryHost> =
             Runtime::new(&engine, Some(wasmkeep_tests::cache_dir())).map_err(|e| e.to_string())?;
         let component = Arc::new(runtime.load_actor(&probe, &Default::default()).map_err(|e| e.to_string())?);

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use wasmkeep_actors::Request;
 use wasmkeep_core::{Limits, Origin, RawAddress};
-use wasmkeep_runtime::{EngineConfig, GuestEvent, Runtime};
+use wasmkeep_runtime::{GuestEvent, Runtime};
 
 use crate::instantiate::MemoryHost;
 use crate::{flag, stats};
@@ -46,17 +46,6 @@ fn rss_kib() -> Result<u64, String> {
     crate::probe_process::rss_kib(std::process::id())
 }
 
-fn engine_config(limits: &Limits) -> EngineConfig {
-    let logs =
-        wasmkeep_telemetry::logs::GuestLogs::new(wasmkeep_telemetry::logs::LogRates { per_actor: 0, per_app: 0 });
-    EngineConfig {
-        instances: limits.pool_instances,
-        memory_bytes: limits.memory_bytes,
-        busy_guests: 1,
-        logs: Arc::new(logs),
-    }
-}
-
 /// The Rust counter, built for `wasm32-wasip2`.
 fn rust_counter() -> Result<Vec<u8>, String> {
     let dir = wasmkeep_tests::repo().join("docs/examples/counter");
@@ -79,7 +68,7 @@ fn ts_counter() -> Vec<u8> {
 
 async fn measure(wasm: &[u8], n: usize, events: usize, resident: usize, cache: &Path) -> Result<Figures, String> {
     let limits = Limits { idle_secs: 0.2, pool_instances: (resident as u32 + 50).max(1000), ..Limits::default() };
-    let config = engine_config(&limits);
+    let config = crate::instantiate::engine_config(&limits);
 
     // Compiling at deploy: an empty cache each time; then a cache hit.
     let mut compiles = Vec::new();

@@ -6,7 +6,7 @@ import * as host from 'wasmkeep:actor/storage@0.2.0';
 import * as socketHost from 'wasmkeep:actor/sockets@0.2.0';
 import * as self from 'wasmkeep:actor/self@0.2.0';
 import type { Message } from 'wasmkeep:actor/events@0.2.0';
-import { recordFromResponse, requestFromRecord, type RequestRecord, type ResponseRecord } from './convert.ts';
+import { hostError, recordFromResponse, requestFromRecord, type RequestRecord, type ResponseRecord } from './convert.ts';
 
 /** A socket's id, stable for the socket's life (across hibernation too). */
 export type Conn = bigint;
@@ -48,16 +48,11 @@ export class SocketError extends Error {
   }
 }
 
-function payload(thrown: unknown): { tag: string; val?: unknown } | undefined {
-  const p = (thrown as { payload?: unknown })?.payload ?? thrown;
-  return p && typeof p === 'object' && 'tag' in p ? (p as { tag: string; val?: unknown }) : undefined;
-}
-
 function storageOp<T>(op: () => T): T {
   try {
     return op();
   } catch (thrown) {
-    const p = payload(thrown);
+    const p = hostError(thrown);
     if (p && (p.tag === 'too-large' || p.tag === 'unavailable')) throw new StorageError(p.tag, String(p.val));
     throw thrown;
   }
@@ -67,7 +62,7 @@ function socketOp(op: () => void): void {
   try {
     op();
   } catch (thrown) {
-    const p = payload(thrown);
+    const p = hostError(thrown);
     if (p && (p.tag === 'no-such-socket' || p.tag === 'too-large' || p.tag === 'queue-full')) throw new SocketError(p.tag);
     throw thrown;
   }

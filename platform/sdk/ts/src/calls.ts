@@ -5,7 +5,7 @@ import { call as callHost } from 'wasmkeep:actor/actors@0.2.0';
 import type { CallError as CallErrorRecord } from 'wasmkeep:actor/actors@0.2.0';
 import { callMany as callManyHost } from 'wasmkeep:actor/calls@0.2.0';
 import type { Response as ResponseRecord } from 'wasmkeep:actor/actors@0.2.0';
-import { type CallRequest, isResponseStatus, recordFromRequest, responseFromRecord } from './convert.ts';
+import { type CallRequest, hostError, isResponseStatus, recordFromRequest, responseFromRecord } from './convert.ts';
 
 /** Why a call did not answer. */
 export type CallErrorKind = 'invalid-address' | 'too-large' | 'reentrant' | 'timeout' | 'failed';
@@ -49,11 +49,11 @@ function answerOf(record: ResponseRecord): Response | CallError {
   return responseFromRecord(record);
 }
 
-/** An import's `err` as thrown by the component's bindings. */
+/** A call's `err` as thrown by the component's bindings; anything else thrown again. */
 function payloadOf(thrown: unknown): CallErrorRecord {
-  const payload = (thrown as { payload?: unknown })?.payload ?? thrown;
-  if (payload && typeof payload === 'object' && 'tag' in payload) return payload as CallErrorRecord;
-  throw thrown;
+  const err = hostError(thrown);
+  if (err === undefined) throw thrown;
+  return err as CallErrorRecord;
 }
 
 /** Calls to the app's actors. */

@@ -105,3 +105,12 @@ export async function recordFromResponse(response: Response): Promise<ResponseRe
   const body = new Uint8Array(await response.arrayBuffer());
   return { status: response.status, headers: headerPairs(response.headers), body };
 }
+
+/**
+ * The `err` of a host call, as the component's bindings throw it (its
+ * `payload`, a variant with a `tag`); `undefined` for anything else thrown.
+ */
+export function hostError(thrown: unknown): { tag: string; val?: unknown } | undefined {
+  const p = (thrown as { payload?: unknown })?.payload ?? thrown;
+  return p && typeof p === 'object' && 'tag' in p ? (p as { tag: string; val?: unknown }) : undefined;
+}
