@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use wasmkeep_actors::Request;
+use wasmkeep_actors::{Remote as _, Request};
 use wasmkeep_cluster::membership::unix_ms;
 use wasmkeep_cluster::signing::{Signer, body_sha256};
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_core::signature::CALL_NAMES;
-use wasmkeep_core::{AppId, Origin, RawAddress};
+use wasmkeep_core::{AppId, MailboxKey, Origin, RawAddress};
 use wasmkeep_tests::cluster::{Member, actor_get, cluster, cluster_of, forwarded, next_text, ws, ws_with};
 
 async fn count(m: &Member, app: AppId, actor: &str) -> i64 {
@@ -128,7 +129,7 @@ async fn sockets_opened_on_any_node_live_on_their_actors_owner() {
     via_a.send(Message::binary(vec![0u8, 1, 255])).await.unwrap();
     assert_eq!(next_text(&mut via_a).await, "binary b\"\\0\\x01\\xff\"");
     assert_eq!((a.node.open_sockets(), b.node.open_sockets()), (0, 2));
-    assert_eq!((forwarded(a, "upgrade"), forwarded(b, "upgrade")), (1, 0));
+    assert_eq!((forwarded(a, HopKind::Upgrade), forwarded(b, HopKind::Upgrade)), (1, 0));
     // The owner's refusal crosses as it is: a 101, then 1008 and the reason.
     let mut refused = ws(a, "/actor/open/room/refuse").await;
     assert_eq!(next_text(&mut refused).await, "close 1008 refused by the probe at /refuse");
@@ -149,7 +150,48 @@ async fn sockets_opened_on_any_node_live_on_their_actors_owner() {
     // A room no node owns yet, opened through a: a takes it, the socket is a's.
     let mut fresh = ws(a, "/actor/open/other/ws?greet").await;
     assert_eq!(next_text(&mut fresh).await, "welcome");
-    assert_eq!((a.node.open_sockets(), forwarded(a, "upgrade")), (1, 2));
+    assert_eq!((a.node.open_sockets(), forwarded(a, HopKind::Upgrade)), (1, 2));
+}
+
+/// Node `m`'s metrics listener, as `serve` runs it: its `/metrics` URL.
+async fn metrics_url(m: &Member) -> String {
+    format!("{}/metrics", wasmkeep_tests::metrics_listener(&m.node).await)
+}
+
+/// A relayed open that reaches a node which no longer owns the actor
+/// (the relaying node's hint gone stale) is answered "elsewhere", sent on
+/// to the owner named, and counted on the relaying node's `/metrics` as a
+/// reroute of its kind: `upgrade` for an `/actor/` socket, `handoff` for
+/// a front's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_open_sent_to_a_former_owner_follows_it_and_is_counted() {
+    let (_dir, m, app) = cluster(&["a", "b", "c"]).await;
+    let (a, b, c) = (&m[0], &m[1], &m[2]);
+    let url = metrics_url(a).await;
+    let enc = wasmkeep_tests::enc;
+    let mut room_on_c = ws(c, "/actor/open/room/ws?greet").await;
+    assert_eq!(next_text(&mut room_on_c).await, "welcome");
+    let mut hall_on_c = ws(c, &format!("/ws/internal/hall?path={}", enc("/chat?greet"))).await;
+    assert_eq!(next_text(&mut hall_on_c).await, "welcome");
+    // c owns both rooms; a believes b does.
+    for address in ["open/room", "internal/hall"] {
+        a.peers.note(&MailboxKey { app, address: RawAddress::split(address).unwrap() }, Some("b"));
+    }
+    let mut room_via_a = ws(a, "/actor/open/room/ws?greet").await;
+    assert_eq!(next_text(&mut room_via_a).await, "welcome");
+    let mut hall_via_a = ws(a, &format!("/ws/internal/hall?path={}", enc("/chat2?greet"))).await;
+    assert_eq!(next_text(&mut hall_via_a).await, "welcome");
+    assert_eq!((a.node.open_sockets(), b.node.open_sockets(), c.node.open_sockets()), (0, 0, 4));
+    let page = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    for line in [
+        "wasmkeep_reroutes_total{kind=\"upgrade\"} 1",
+        "wasmkeep_reroutes_total{kind=\"handoff\"} 1",
+        // Each open went to b, then to c.
+        "wasmkeep_forwards_total{kind=\"upgrade\"} 2",
+        "wasmkeep_forwards_total{kind=\"handoff\"} 2",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,18 +211,18 @@ async fn a_front_hands_a_socket_to_an_internal_room_owned_by_another_node() {
     assert_eq!(next_text(&mut on_b).await, "hi");
     assert_eq!(next_text(&mut via_a).await, "hi");
     assert_eq!((a.node.open_sockets(), b.node.open_sockets()), (0, 2));
-    assert_eq!(forwarded(a, "handoff"), 1);
+    assert_eq!(forwarded(a, HopKind::Handoff), 1);
     // The owner's refusal of a hand-off is the client's 403, with the reason.
     let (status, _, body) = ws_with(a, "/ws/internal/lobby?path=/refuse", &http::HeaderMap::new()).await.unwrap_err();
     assert_eq!((status, body.as_str()), (403, "refused by the probe at /refuse"), "as on one node");
-    assert_eq!(forwarded(a, "handoff"), 2);
+    assert_eq!(forwarded(a, HopKind::Handoff), 2);
     // An owner that does not announce `handoff` is sent nothing: 503, retry.
     let mut on_c = ws(c, "/ws/internal/hall?path=/x").await;
     on_c.send(Message::text("echo:c")).await.unwrap();
     assert_eq!(next_text(&mut on_c).await, "c");
     let (status, head, _) = ws_with(a, "/ws/internal/hall?path=/y", &http::HeaderMap::new()).await.unwrap_err();
     assert_eq!((status, head.get("retry-after").map(|v| v.to_str().unwrap())), (503, Some("1")));
-    assert_eq!((forwarded(a, "handoff"), c.node.open_sockets()), (2, 1));
+    assert_eq!((forwarded(a, HopKind::Handoff), c.node.open_sockets()), (2, 1));
 }
 
 /// A relayed open's head: the client's WebSocket headers and the app, with

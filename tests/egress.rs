@@ -127,6 +127,38 @@ async fn a_public_only_policy_refuses_loopback_private_and_metadata_addresses_be
     assert!(accepted.is_err(), "no connection was made");
 }
 
+/// Local-use NAT64 (RFC 8215) is an operator's gateway into its own
+/// networks: refused whatever it carries, as the registries' other
+/// special-purpose blocks are. (Names resolve with the system resolver;
+/// a name's addresses pass the same check as a literal's.)
+#[tokio::test]
+async fn a_public_only_policy_refuses_local_use_nat64_and_special_purpose_blocks() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let n = public_node(None).await;
+    for url in [
+        "http://[64:ff9b:1::1]/".to_owned(),
+        // 169.254.169.254 and 127.0.0.1 as a local-use gateway may carry them.
+        "http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/".to_owned(),
+        "http://[64:ff9b:1:a9fe:a9:fe00::]/latest/meta-data/".to_owned(),
+        format!("http://[64:ff9b:1::7f00:1]:{port}/"),
+        // Even a public address, through a gateway the operator runs.
+        "http://[64:ff9b:1::808:808]/".to_owned(),
+        format!("http://[64:ff9b::7f00:1]:{port}/"),
+        "http://192.88.99.1/".to_owned(),
+        "http://198.18.0.1/".to_owned(),
+        "http://[100::1]/".to_owned(),
+        "http://[2001:2::1]/".to_owned(),
+        "http://[3fff::1]/".to_owned(),
+        "http://[5f00::1]/".to_owned(),
+    ] {
+        let error = fetch_error(&n, &url).await;
+        assert!(error.contains("HttpRequestDenied"), "{url}: {error}");
+    }
+    let accepted = tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "no connection was made");
+}
+
 #[tokio::test]
 async fn an_allow_list_refuses_other_hosts_before_resolving_them() {
     let n = public_node(Some(vec!["api.example.com"])).await;
@@ -203,7 +235,8 @@ async fn https_egress_trusts_the_configured_roots_and_refuses_others() {
     assert!(error.contains("TlsCertificateError"), "{error}");
 }
 
-/// A local upstream that answers `200` and keeps each request's head.
+/// A local upstream that answers `200` and keeps each request as it
+/// arrived: its head, and a chunked body with its trailers.
 async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/traced", listener.local_addr().unwrap());
@@ -216,7 +249,7 @@ async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<St
             tokio::spawn(async move {
                 let mut request = Vec::new();
                 let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                while !arrived(&request) {
                     let n = conn.read(&mut buf).await.unwrap();
                     if n == 0 {
                         return;
@@ -231,6 +264,58 @@ async fn recording_upstream() -> (String, std::sync::Arc<std::sync::Mutex<Vec<St
         }
     });
     (url, heads)
+}
+
+/// Whether `request` is whole: its head, and if it is chunked, every
+/// chunk to the last and the trailers after it.
+fn arrived(request: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(request).to_ascii_lowercase();
+    let Some((head, body)) = text.split_once("\r\n\r\n") else { return false };
+    if !head.contains("\r\ntransfer-encoding: chunked") {
+        return true;
+    }
+    let last = if body.starts_with("0\r\n") { Some(0) } else { body.find("\r\n0\r\n").map(|i| i + 2) };
+    last.is_some_and(|i| body[i + 3..].starts_with("\r\n") || body[i + 3..].contains("\r\n\r\n"))
+}
+
+/// The names of a head's (or a trailer section's) fields.
+fn field_names(lines: &str) -> Vec<&str> {
+    lines.split("\r\n").filter_map(|l| l.split_once(':')).map(|(n, _)| n.trim()).collect()
+}
+
+/// A guest's outbound request loses the host's header range, from its
+/// headers and from its body's trailers, before it leaves; its other
+/// headers and trailers arrive as it sent them. Actors and fronts alike.
+#[tokio::test]
+async fn a_guests_header_range_never_leaves_on_an_outbound_request() {
+    let (url, heads) = recording_upstream().await;
+    let spec = VersionSpec {
+        front: Some(guests().front.clone()),
+        classes: vec![class("web", Access::Open, &guests().uses_http)],
+        ..Default::default()
+    };
+    let n = TestNode::start(test_limits(), spec).await;
+    let headers = "x-wasmkeep-caller: victim/_front/main\nX-Wasmkeep-Internal: 1\n\
+        x-wasmkeep-chain: victim/a\nx-ordinary: kept\ntrailer: x-wasmkeep-caller, x-wasmkeep-app, x-trailer";
+    let trailers = "x-wasmkeep-caller: victim/_front/main\nX-Wasmkeep-App: victim/app\nx-trailer: kept";
+    let lines = |s: &str| enc(s).replace('\n', "%0A");
+    let query = format!("url={}&headers={}&trailers={}", enc(&url), lines(headers), lines(trailers));
+    for path in [format!("/actor/web/a/?{query}"), format!("/fetch?{query}")] {
+        let a = n.get(&path).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.json()["status"], 200, "{}", a.body);
+    }
+    let received = heads.lock().unwrap().clone();
+    assert_eq!(received.len(), 2, "{received:?}");
+    for request in &received {
+        let (head, body) = request.split_once("\r\n\r\n").unwrap();
+        let (_, trailers) = body.split_once("\r\n0\r\n").unwrap_or_else(|| panic!("a chunked body: {request}"));
+        let (head, trailers) = (field_names(head), field_names(trailers));
+        assert!(!head.iter().chain(&trailers).any(|n| n.starts_with("x-wasmkeep-")), "{request}");
+        assert!(request.contains("\r\nx-ordinary: kept\r\n"), "{request}");
+        assert_eq!(trailers, ["x-trailer"], "{request}");
+        assert!(body.contains("sent"), "{request}");
+    }
 }
 
 /// An actor's and a front's outbound requests carry the trace context of

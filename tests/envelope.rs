@@ -27,7 +27,7 @@ async fn keep_busy(n: &TestNode) -> tokio::task::JoinHandle<u16> {
 }
 
 fn deadline_refusals(n: &TestNode) -> u64 {
-    n.node.metrics().refusals.get("deadline")
+    n.node.metrics().refusals.get(wasmkeep_core::RefusalReason::DeadlinePassed)
 }
 
 #[tokio::test]

@@ -156,7 +156,7 @@ async fn a_full_queue_answers_503_callee_overloaded() {
     }
     // The refused events never ran, and each refusal was counted.
     assert_eq!(n.get("/actor/open/a/log").await.json().as_array().unwrap().len(), 3);
-    assert_eq!(n.node.metrics().refusals.get("overloaded"), 3);
+    assert_eq!(n.node.metrics().refusals.get(wasmkeep_core::RefusalReason::Overloaded), 3);
 }
 
 async fn futures_join<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {

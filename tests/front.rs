@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use wasmkeep_actors::VersionSpec;
 use wasmkeep_core::Limits;
+use wasmkeep_core::metric_labels::{FrontCallOutcome, FrontRequestOutcome};
 use wasmkeep_tests::{TestNode, enc, guests, probe_classes, test_limits};
 
 fn spec() -> VersionSpec {
@@ -25,11 +26,11 @@ async fn many(n: &TestNode, to: &[&str], paths: &[&str]) -> Vec<Value> {
     a.json().as_array().unwrap().clone()
 }
 
-fn front_calls(n: &TestNode, outcome: &str) -> u64 {
+fn front_calls(n: &TestNode, outcome: FrontCallOutcome) -> u64 {
     n.node.metrics().front_calls.get(outcome)
 }
 
-fn front_requests(n: &TestNode, outcome: &str) -> u64 {
+fn front_requests(n: &TestNode, outcome: FrontRequestOutcome) -> u64 {
     n.node.metrics().front_requests.get(outcome)
 }
 
@@ -46,7 +47,7 @@ async fn the_front_answers_every_path_outside_actor() {
     assert_eq!(a["body"], "posted");
     // `/actor/` still reaches actors.
     assert_eq!(n.get("/actor/open/a/count").await.json()["count"], 1);
-    assert_eq!(front_requests(&n, "ok"), 5);
+    assert_eq!(front_requests(&n, FrontRequestOutcome::Ok), 5);
 }
 
 #[tokio::test]
@@ -55,7 +56,7 @@ async fn an_app_without_a_front_answers_404_outside_actor() {
     let a = n.get("/").await;
     assert_eq!(a.status, 404);
     assert_eq!(a.body, "this app has no front; actors are at /actor/<class>/<name>/\n");
-    assert_eq!(front_requests(&n, "no_front"), 1);
+    assert_eq!(front_requests(&n, FrontRequestOutcome::NoFront), 1);
 }
 
 #[tokio::test]
@@ -117,10 +118,10 @@ async fn a_fronts_call_errors_are_the_call_errors() {
     // A refusal of admission is the answer HTTP would give.
     let a = n.get("/call?to=nosuch/a").await.json();
     assert_eq!(a["status"], 404);
-    assert_eq!(front_calls(&n, "invalid_address"), 1);
-    assert_eq!(front_calls(&n, "too_large"), 1);
-    assert_eq!(front_calls(&n, "failed"), 1);
-    assert_eq!(front_calls(&n, "ok"), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::InvalidAddress), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::TooLarge), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Failed), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Ok), 1);
 }
 
 #[tokio::test]
@@ -154,7 +155,7 @@ async fn a_fronts_call_waits_until_5_s_before_the_wall() {
     assert_eq!(a["error"], "Timeout", "{a}");
     let took = t.elapsed();
     assert!(took >= Duration::from_millis(750) && took < Duration::from_millis(2500), "{took:?}");
-    assert_eq!(front_calls(&n, "timeout"), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Timeout), 1);
     // The callee finishes its event and serves again.
     assert!(n.get("/actor/open/a/peek").await.status == 200);
 }
@@ -201,7 +202,7 @@ async fn a_fronts_batch_calls_every_entry_at_once_in_input_order() {
     assert_eq!((r[0]["body"].as_str(), r[1]["body"].as_str()), (Some("slept"), Some("slept")));
     let who: Value = serde_json::from_str(r[2]["body"].as_str().unwrap()).unwrap();
     assert_eq!((who["caller"].as_str(), who["chain"].as_str()), (Some("t/_front/main"), Some("")));
-    assert_eq!(front_calls(&n, "ok"), 3, "each entry counts as a call");
+    assert_eq!(front_calls(&n, FrontCallOutcome::Ok), 3, "each entry counts as a call");
 }
 
 #[tokio::test]
@@ -210,7 +211,7 @@ async fn a_fronts_batch_refused_as_a_whole_counts_once() {
     let r = many(&n, &vec!["open/b"; 17], &["/count"]).await;
     assert_eq!(r.len(), 17);
     assert!(r.iter().all(|e| e["reason"] == "too many calls: at most 16 in one call-many"));
-    assert_eq!(front_calls(&n, "failed"), 1, "the batch counts once");
+    assert_eq!(front_calls(&n, FrontCallOutcome::Failed), 1, "the batch counts once");
     assert_eq!(n.get("/actor/open/b/peek").await.json()["count"], 0);
     assert!(many(&n, &[], &[]).await.is_empty());
 }
@@ -225,7 +226,7 @@ async fn entries_to_one_actor_count_twice_against_the_per_actor_bound() {
     assert_eq!(busy.len(), 1, "{r:?}");
     assert_eq!(busy[0]["reason"], "front busy: too many front calls waiting on this actor");
     assert_eq!(r.iter().filter(|e| e["status"] == 200).count(), 3, "the others run: {r:?}");
-    assert_eq!(front_calls(&n, "busy"), 1);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Busy), 1);
     // Waits end with their calls.
     assert_eq!(n.node.front_calls_waiting(), 0);
     assert_eq!(many(&n, &["open/a", "open/a"], &["/peek"]).await.iter().filter(|e| e["status"] == 200).count(), 2);
@@ -241,8 +242,8 @@ async fn the_fronts_calls_waiting_on_the_node_are_at_most_the_slots() {
     assert_eq!(busy.len(), 2, "{r:?}");
     assert!(busy.iter().all(|e| e["reason"] == "front busy: too many front calls waiting on this node"));
     assert_eq!(r.iter().filter(|e| e["body"] == "slept").count(), 4);
-    assert_eq!(front_calls(&n, "busy"), 2);
-    assert_eq!(front_calls(&n, "ok"), 4);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Busy), 2);
+    assert_eq!(front_calls(&n, FrontCallOutcome::Ok), 4);
 
     // Single calls of other requests count against the same bound.
     let hold = tokio::spawn({
@@ -291,7 +292,7 @@ async fn a_request_finding_no_free_slot_waits_then_gets_503() {
     assert_eq!(a.status, 503);
     assert_eq!(a.header("retry-after"), Some("1"));
     assert!(t.elapsed() >= Duration::from_millis(280), "it waited: {:?}", t.elapsed());
-    assert_eq!(front_requests(&n, "busy"), 1);
+    assert_eq!(front_requests(&n, FrontRequestOutcome::Busy), 1);
     // A request that finds a slot freed within its wait is served.
     let waiter = tokio::spawn({
         let (c, u) = (n.client.clone(), n.url.clone());
@@ -318,8 +319,8 @@ async fn a_front_past_its_wall_is_cut_and_a_trap_is_a_500() {
     let a = n.get("/trap").await;
     assert_eq!(a.status, 500);
     assert!(!a.body.contains("panicked"), "no guest detail: {}", a.body);
-    assert_eq!(front_requests(&n, "timeout"), 2);
-    assert_eq!(front_requests(&n, "guest_error"), 1);
+    assert_eq!(front_requests(&n, FrontRequestOutcome::Timeout), 2);
+    assert_eq!(front_requests(&n, FrontRequestOutcome::GuestError), 1);
     // Every slot came back.
     assert!(wasmkeep_tests::eventually(Duration::from_secs(5), || n.node.front_slots_in_use() == 0).await);
     assert_eq!(n.get("/hello").await.status, 200);

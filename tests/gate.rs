@@ -77,7 +77,7 @@ async fn an_epoch_taken_elsewhere_while_asleep_fences_the_next_commit_then_wakes
     // Another owner takes the actor while it sleeps here.
     let key = wasmkeep_core::ActorKey { app: n.app, address: wasmkeep_core::Address::parse("open/a").unwrap() };
     use wasmkeep_storage::ActorStore;
-    sqlite.wake(&key, false, "another-node").await.unwrap();
+    sqlite.wake(&key, wasmkeep_storage::Create::No, "another-node").await.unwrap();
     // This node's kept epoch is stale: the write is refused, nothing of it
     // is kept, and the client is told to retry.
     let a = n.get("/actor/open/a/count").await;

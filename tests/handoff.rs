@@ -8,6 +8,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use wasmkeep_actors::VersionSpec;
+use wasmkeep_core::metric_labels::FrontRequestOutcome;
 use wasmkeep_tests::{Answer, TestNode, enc, eventually, guests, probe_classes, test_limits, upgrade_and_leave};
 
 async fn node() -> TestNode {
@@ -43,7 +44,7 @@ async fn the_front_hands_a_socket_to_an_internal_actor() {
     let call = n.get(&format!("/call?to={}&path=/opened", enc("internal/room 1"))).await.json();
     let opened: Vec<String> = serde_json::from_str(call["body"].as_str().unwrap()).unwrap();
     assert!(opened[0].ends_with(" /chat?user=ann"), "{opened:?}");
-    assert_eq!(n.node.metrics().front_requests.get("handoff"), 1);
+    assert_eq!(n.node.metrics().front_requests.get(FrontRequestOutcome::Handoff), 1);
     assert!(eventually(Duration::from_secs(5), || n.node.front_slots_in_use() == 0).await, "the slot is free");
 }
 
@@ -90,7 +91,7 @@ async fn a_broken_hand_off_is_500_counted_guest_error() {
         assert_eq!(a.status, 500, "{which}: {}", a.body);
         assert!(a.headers.keys().all(|h| !h.as_str().starts_with("x-wasmkeep-")));
     }
-    assert_eq!(n.node.metrics().front_requests.get("guest_error"), broken.len() as u64);
+    assert_eq!(n.node.metrics().front_requests.get(FrontRequestOutcome::GuestError), broken.len() as u64);
     assert_eq!(n.node.open_sockets(), 0);
 }
 
@@ -131,7 +132,7 @@ async fn an_upstreams_hand_off_headers_do_not_hand_off() {
     assert_eq!((a.status, a.body.as_str()), (200, "relayed"));
     assert_eq!(a.header("x-upstream"), Some("yes"), "the front did copy the upstream's headers");
     assert_eq!(n.node.open_sockets(), 0);
-    assert_eq!(n.node.metrics().front_requests.get("handoff"), 0);
+    assert_eq!(n.node.metrics().front_requests.get(FrontRequestOutcome::Handoff), 0);
 }
 
 async fn hand_off_socket(n: &TestNode, room: &str) -> Ws {
@@ -217,7 +218,11 @@ async fn a_hand_off_past_the_socket_bounds_is_503_retry_after_5() {
     let _first = hand_off_socket(&n, "small").await;
     let a = upgrade(&n, "/ws/internal/small", &[]).await;
     assert_eq!((a.status, a.header("retry-after")), (503, Some("5")), "{}", a.body);
-    assert_eq!(n.node.metrics().front_requests.get("handoff"), 2, "the front handed off; the open was refused");
+    assert_eq!(
+        n.node.metrics().front_requests.get(FrontRequestOutcome::Handoff),
+        2,
+        "the front handed off; the open was refused"
+    );
 }
 
 async fn recorded(n: &TestNode, actor: &str, what: &str) -> Vec<String> {

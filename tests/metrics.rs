@@ -2,7 +2,6 @@
 //! families named in DESIGN §3.5 and seed 0025, and the queue depth per
 //! actor class.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use wasmkeep_actors::VersionSpec;
@@ -10,16 +9,7 @@ use wasmkeep_core::Limits;
 use wasmkeep_tests::{TestNode, guests, probe_classes, test_limits};
 
 async fn scrape_url(n: &TestNode) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let sources: Vec<Arc<dyn wasmkeep_telemetry::Source>> = vec![Arc::new(n.node.clone())];
-    tokio::spawn(wasmkeep_telemetry::serve(
-        listener,
-        sources,
-        wasmkeep_telemetry::always_ready(),
-        std::future::pending(),
-    ));
-    url
+    wasmkeep_tests::metrics_listener(&n.node).await
 }
 
 async fn scrape(n: &TestNode, url: &str) -> String {

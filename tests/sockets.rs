@@ -342,6 +342,6 @@ async fn a_message_that_waits_past_its_deadline_closes_the_socket_and_the_actor_
     assert_eq!(busy.await.unwrap().unwrap().status(), 200);
     // ...and the actor, still there, hears its socket close.
     assert_eq!(closes(&n, "open/room").await, vec!["1 1013 the actor is overloaded".to_owned()]);
-    assert_eq!(n.node.metrics().refusals.get("deadline"), 1);
+    assert_eq!(n.node.metrics().refusals.get(wasmkeep_core::RefusalReason::DeadlinePassed), 1);
     assert!(eventually(Duration::from_secs(5), || n.node.open_sockets() == 0).await);
 }

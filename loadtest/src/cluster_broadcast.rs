@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use wasmkeep_actors::Request;
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_core::{AppId, Origin, RawAddress};
 use wasmkeep_tests::cluster::{Member, cluster, forwarded};
 
@@ -105,8 +106,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         });
         let Measured { relayed: through, direct: straight, drops } =
             result.await.map_err(|_| "the clients' thread ended".to_string())??;
-        let upgrades = forwarded(b, "upgrade") + forwarded(c, "upgrade");
-        if upgrades != sockets as u64 || forwarded(a, "upgrade") != 0 {
+        let upgrades = forwarded(b, HopKind::Upgrade) + forwarded(c, HopKind::Upgrade);
+        if upgrades != sockets as u64 || forwarded(a, HopKind::Upgrade) != 0 {
             return Err(format!("{upgrades} opens relayed by b and c for {sockets} sockets"));
         }
         let (through, straight) = (stats::summarize(through), stats::summarize(straight));

@@ -29,6 +29,7 @@ use wasmkeep_cluster::cluster_dir::ClusterDir;
 use wasmkeep_cluster::membership::unix_ms;
 use wasmkeep_cluster::signing::{Signer, body_sha256};
 use wasmkeep_cluster::tls;
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_core::signature::CALL_NAMES;
 use wasmkeep_core::{AppId, Origin, RawAddress};
 use wasmkeep_tests::cluster::{Member, cluster, forwarded};
@@ -183,18 +184,18 @@ pub fn call(args: &[String]) -> Result<(), String> {
         raw.bench(100).await?;
         hop_bench(a, b, "probe/remote", 100).await?;
         let (mut cross, mut same, mut floor, mut hop) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let hops_before = forwarded(a, "call");
+        let hops_before = forwarded(a, HopKind::Call);
         for _ in 0..rounds {
             cross.extend(call_bench(a, app, "probe/remote", per_round).await?);
-            let hops = forwarded(a, "call");
+            let hops = forwarded(a, HopKind::Call);
             same.extend(call_bench(a, app, "probe/local", per_round).await?);
-            if forwarded(a, "call") != hops {
+            if forwarded(a, HopKind::Call) != hops {
                 return Err("a call to the callee on a's own node was forwarded".into());
             }
             floor.extend(raw.bench(per_round).await?);
             hop.extend(hop_bench(a, b, "probe/remote", per_round).await?);
         }
-        let hops = forwarded(a, "call") - hops_before;
+        let hops = forwarded(a, HopKind::Call) - hops_before;
         if hops != cross.len() as u64 {
             return Err(format!("{hops} calls forwarded for {} cross-node calls", cross.len()));
         }
@@ -264,7 +265,7 @@ pub fn call_many(args: &[String]) -> Result<(), String> {
                 return Err(format!("warming answered {answered} of 16: {}", String::from_utf8_lossy(&body)));
             }
         }
-        let (b, c) = (forwarded(a, "call"), [&m[1], &m[2]].map(|m| forwarded(m, "call")));
+        let (b, c) = (forwarded(a, HopKind::Call), [&m[1], &m[2]].map(|m| forwarded(m, HopKind::Call)));
         let mut p50 = Vec::new();
         println!(
             "cluster-call-many: 3 nodes in one process, callees each waiting {ms} ms, {n} samples of each, one run"
@@ -280,8 +281,8 @@ pub fn call_many(args: &[String]) -> Result<(), String> {
         }
         // One call to b, then 10 of 16 entries off a per batch and per row.
         let expected = n as u64 * (1 + 10 + 10);
-        let forwarded_here = forwarded(a, "call") - b;
-        if forwarded_here != expected || [&m[1], &m[2]].map(|m| forwarded(m, "call")) != c {
+        let forwarded_here = forwarded(a, HopKind::Call) - b;
+        if forwarded_here != expected || [&m[1], &m[2]].map(|m| forwarded(m, HopKind::Call)) != c {
             return Err(format!("a forwarded {forwarded_here} calls, {expected} expected"));
         }
         let ratio = |x: Duration, y: Duration| x.as_secs_f64() / y.as_secs_f64();

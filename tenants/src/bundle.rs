@@ -13,6 +13,7 @@
 //! whose imports the host provides is the node's check, made next.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -65,8 +66,10 @@ pub fn check_value_name(name: &str) -> Result<(), String> {
 }
 
 /// The version a bundle describes, or the first thing wrong with it (one
-/// line, for the uploader).
-pub fn parse(body: &[u8]) -> Result<VersionSpec, String> {
+/// line, for the uploader). Each component is decoded once, however many
+/// classes name it, and the decoded bytes together are at most
+/// `upload_bytes`.
+pub fn parse(body: &[u8], upload_bytes: u64) -> Result<VersionSpec, String> {
     let bundle: Bundle = serde_json::from_slice(body).map_err(|e| format!("bundle: {e}"))?;
     let m = &bundle.manifest;
     if m.front.is_none() && m.classes.is_empty() {
@@ -76,16 +79,26 @@ pub fn parse(body: &[u8]) -> Result<VersionSpec, String> {
         check_value_name(name).map_err(|e| format!("manifest: values: {e}"))?;
     }
     wasmkeep_core::environment::check(&m.env).map_err(|e| format!("manifest: env: {e}"))?;
-    let mut named = std::collections::BTreeSet::new();
-    let mut component = |role: &str, key: &str| -> Result<Vec<u8>, String> {
-        let encoded = bundle
+    let mut decoded: BTreeMap<&str, Arc<[u8]>> = BTreeMap::new();
+    let mut decoded_bytes = 0u64;
+    let mut component = |role: &str, key: &str| -> Result<Arc<[u8]>, String> {
+        if let Some(wasm) = decoded.get(key) {
+            return Ok(wasm.clone());
+        }
+        let (key, encoded) = bundle
             .components
-            .get(key)
+            .get_key_value(key)
             .ok_or_else(|| format!("manifest: {role} names component `{key}`, which the bundle does not hold"))?;
-        named.insert(key.to_owned());
-        base64::engine::general_purpose::STANDARD
+        let wasm: Arc<[u8]> = base64::engine::general_purpose::STANDARD
             .decode(encoded)
-            .map_err(|e| format!("components: `{key}` is not base64: {e}"))
+            .map_err(|e| format!("components: `{key}` is not base64: {e}"))?
+            .into();
+        decoded_bytes += wasm.len() as u64;
+        if decoded_bytes > upload_bytes {
+            return Err(format!("components: over {upload_bytes} bytes decoded (the plan's upload_bytes)"));
+        }
+        decoded.insert(key, wasm.clone());
+        Ok(wasm)
     };
     let front = m.front.as_deref().map(|key| component("the front", key)).transpose()?;
     let mut classes = Vec::with_capacity(m.classes.len());
@@ -97,10 +110,10 @@ pub fn parse(body: &[u8]) -> Result<VersionSpec, String> {
         let wasm = component(&format!("class `{name}`"), &class.component)?;
         classes.push(ClassSpec { name: class_name, access, wasm });
     }
-    if let Some(unused) = bundle.components.keys().find(|k| !named.contains(*k)) {
+    if let Some(unused) = bundle.components.keys().find(|k| !decoded.contains_key(k.as_str())) {
         return Err(format!("components: `{unused}` is not named by the manifest"));
     }
-    Ok(VersionSpec { front, classes, required_values: m.values.clone(), env: m.env.clone() })
+    Ok(VersionSpec { front: front.map(|f| f.to_vec()), classes, required_values: m.values.clone(), env: m.env.clone() })
 }
 
 /// The bundle of a version: each distinct component once, named by the
@@ -158,10 +171,11 @@ mod tests {
                             "lobby": {"access": "internal", "component": "shared"}}}),
             &[("web", b"front-bytes"), ("shared", b"room-bytes")],
         );
-        let spec = parse(&body).unwrap();
+        let spec = parse(&body, 1 << 20).unwrap();
         assert_eq!(spec.front.as_deref(), Some(&b"front-bytes"[..]));
         assert_eq!(spec.classes.len(), 2);
-        assert!(spec.classes.iter().all(|c| c.wasm == b"room-bytes"));
+        assert!(spec.classes.iter().all(|c| &*c.wasm == b"room-bytes"));
+        assert!(Arc::ptr_eq(&spec.classes[0].wasm, &spec.classes[1].wasm), "decoded once, shared");
         assert_eq!(spec.required_values, ["TOKEN_SECRET"]);
     }
 
@@ -203,7 +217,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let e = parse(&body).unwrap_err();
+            let e = parse(&body, 1 << 20).unwrap_err();
             assert!(e.contains(expected), "{e} (expected {expected})");
             assert!(!e.contains('\n'), "{e}");
         }
@@ -214,7 +228,7 @@ mod tests {
         let class = |name: &str, access, wasm: &[u8]| ClassSpec {
             name: ClassName::parse(name).unwrap(),
             access,
-            wasm: wasm.to_vec(),
+            wasm: wasm.into(),
         };
         let spec = VersionSpec {
             front: Some(b"f".to_vec()),
@@ -225,12 +239,29 @@ mod tests {
         let body = encode(&spec);
         let bundle: Bundle = serde_json::from_slice(&body).unwrap();
         assert_eq!(bundle.components.len(), 2, "the shared component is sent once");
-        let back = parse(&body).unwrap();
+        let back = parse(&body, 1 << 20).unwrap();
         assert_eq!(back.front, spec.front);
         assert_eq!(back.required_values, spec.required_values);
         assert_eq!(back.env, spec.env);
-        let classes: Vec<_> = back.classes.iter().map(|c| (c.name.as_str(), c.access, c.wasm.as_slice())).collect();
+        let classes: Vec<_> = back.classes.iter().map(|c| (c.name.as_str(), c.access, &*c.wasm)).collect();
         assert_eq!(classes, [("a", Access::Open, &b"shared"[..]), ("b", Access::Internal, &b"shared"[..])]);
+    }
+
+    #[test]
+    fn decoded_bytes_count_against_the_upload_bound_once_per_component() {
+        let wasm = vec![7u8; 3000];
+        let classes: serde_json::Map<_, _> =
+            (0..50).map(|i| (format!("c{i}"), serde_json::json!({"access": "open", "component": "one"}))).collect();
+        let body = bundle(serde_json::json!({"classes": classes}), &[("one", &wasm)]);
+        let spec = parse(&body, 3000).expect("one component of 3,000 bytes, named 50 times");
+        assert_eq!(spec.classes.len(), 50);
+        assert!(spec.classes.iter().all(|c| Arc::ptr_eq(&c.wasm, &spec.classes[0].wasm)));
+        let two = bundle(
+            serde_json::json!({"front": "a", "classes": {"c": {"access": "open", "component": "b"}}}),
+            &[("a", &wasm), ("b", &wasm[..1])],
+        );
+        let e = parse(&two, 3000).unwrap_err();
+        assert_eq!(e, "components: over 3000 bytes decoded (the plan's upload_bytes)");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_tests::cluster::{actor_get, cluster, forwarded, ws};
 use wasmkeep_tests::enc;
 
@@ -18,7 +19,7 @@ async fn a_deleted_rooms_sockets_do_not_bring_it_back() {
     let (a, b) = (&m[0], &m[1]);
     let mut on_b = ws(b, &format!("/ws/internal/doomed?path={}", enc("/one"))).await;
     let mut via_a = ws(a, &format!("/ws/internal/doomed?path={}", enc("/two"))).await;
-    assert_eq!((b.node.open_sockets(), forwarded(a, "handoff")), (2, 1), "both live on the owner");
+    assert_eq!((b.node.open_sockets(), forwarded(a, HopKind::Handoff)), (2, 1), "both live on the owner");
     via_a.send(Message::text("delete")).await.unwrap();
     for ws in [&mut on_b, &mut via_a] {
         match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap() {

@@ -17,6 +17,7 @@ use wasmkeep_cluster::signing::Verifier;
 use wasmkeep_cluster::transport::Transport;
 use wasmkeep_core::egress::EgressPolicy;
 use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_core::{Access, AppId, RawAddress};
 use wasmkeep_edge::{AppRouting, PublicPort};
 use wasmkeep_storage::{PostgresStore, Store};
@@ -32,6 +33,8 @@ pub struct Member {
     pub addr: std::net::SocketAddr,
     /// Its heartbeat and view of the others.
     pub membership: Arc<Membership>,
+    /// Its owner hints and hops: what its node asks the cluster.
+    pub peers: Arc<Peers>,
 }
 
 /// Nodes `names`, every one announcing every capability.
@@ -78,7 +81,7 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
             values: values.clone(),
             egress_roots: Vec::new(),
         };
-        let node = Node::in_cluster(config, store.clone() as Arc<dyn Store>, peers).unwrap();
+        let node = Node::in_cluster(config, store.clone() as Arc<dyn Store>, peers.clone()).unwrap();
         let mut classes = probe_classes();
         classes.push(class("probe", Access::Open, &guests().probe));
         let spec = VersionSpec { front: Some(guests().front.clone()), classes, ..Default::default() };
@@ -93,7 +96,7 @@ pub async fn cluster_of(names: &[&str], older: &[&str]) -> (tempfile::TempDir, V
         let serving = transport.clone();
         tokio::spawn(async move { serving.serve(server).await });
         membership.run();
-        members.push((Member { node, transport, dir: cd, addr, membership: membership.clone() }, membership));
+        members.push((Member { node, transport, dir: cd, addr, membership: membership.clone(), peers }, membership));
     }
     // Everyone has read everyone's heartbeat.
     for (_, m) in &members {
@@ -159,6 +162,6 @@ pub async fn actor_get(m: &Member, app: AppId, actor: &str, path: &str) -> serde
 }
 
 /// `wasmkeep_forwards_total{kind}` of node `m`.
-pub fn forwarded(m: &Member, kind: &str) -> u64 {
+pub fn forwarded(m: &Member, kind: HopKind) -> u64 {
     m.node.metrics().forwards.get(kind)
 }

@@ -91,7 +91,7 @@ pub fn test_limits() -> Limits {
 
 /// A class to deploy: name, access, component bytes.
 pub fn class(name: &str, access: Access, wasm: &[u8]) -> ClassSpec {
-    ClassSpec { name: ClassName::parse(name).unwrap(), access, wasm: wasm.to_vec() }
+    ClassSpec { name: ClassName::parse(name).unwrap(), access, wasm: wasm.into() }
 }
 
 /// The probe under the three access levels, as classes `open`, `existing`
@@ -245,6 +245,20 @@ pub fn enc(s: &str) -> String {
 }
 
 /// Waits until `cond` holds, checking every 10 ms, for at most `limit`.
+/// `node`'s metrics listener, as `serve` runs it, on a port of its own:
+/// its base URL (`/metrics` is below it).
+pub async fn metrics_listener(node: &wasmkeep_actors::Node) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
+    let limits = node.limits().clone();
+    let ready = wasmkeep_telemetry::always_ready();
+    tokio::spawn(
+        async move { wasmkeep_telemetry::serve(listener, &limits, sources, ready, std::future::pending()).await },
+    );
+    url
+}
+
 pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < deadline {

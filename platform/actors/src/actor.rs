@@ -7,12 +7,13 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 use tracing::field::Empty;
+use wasmkeep_core::metric_labels::EventOutcome;
 use wasmkeep_core::response::check as check_response;
 use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
 };
 use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
-use wasmkeep_storage::{StoreError, Wake, WriteMark};
+use wasmkeep_storage::{Create, StoreError, Wake, WriteMark};
 use wasmkeep_telemetry::traces::{self, TARGET};
 
 use crate::NodeInner;
@@ -130,7 +131,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
         (_, kind, _) => kind,
     };
     if let Err(refusal) = &admitted {
-        node.metrics.refusals.inc(refusal.label());
+        node.metrics.refusals.inc(refusal.reason());
     }
     // The event's span starts once it is this node's to answer (one
     // handed on has its span where it runs).
@@ -144,13 +145,13 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                     app.admission_waited(admission.as_secs_f64());
                     let started = std::time::Instant::now();
                     let answer = execute(node, residence, admitted, &envelope, guest).await;
-                    let outcome = answer.as_ref().err().map_or("ok", EventError::label);
+                    let outcome = answer.as_ref().err().map_or(EventOutcome::Ok, EventOutcome::from);
                     app.event(outcome, started.elapsed().as_secs_f64());
                     answer
                 }
                 Err(refusal) => {
                     if let Some(app) = node.app(envelope.app.id) {
-                        app.metrics.refused(refusal.label());
+                        app.metrics.refused(refusal.reason());
                     }
                     Err(EventError::from(refusal))
                 }
@@ -301,9 +302,9 @@ async fn delete(node: &Arc<NodeInner>, residence: &mut Residence, envelope: &Env
     let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
     let epoch = match residence.epoch.take() {
         Some(epoch) => epoch,
-        None => match crate::admission::take(node, &actor, false).await? {
+        None => match crate::admission::take(node, &actor, Create::No).await? {
             Wake::Owned { epoch, .. } => epoch,
-            Wake::Missing => return Err(Refusal::NoSuchActor.into()),
+            Wake::Missing | Wake::Full => return Err(Refusal::NoSuchActor.into()),
         },
     };
     residence.instance = None;

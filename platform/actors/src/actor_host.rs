@@ -468,7 +468,7 @@ impl ActorHost for ActorEventHost {
 #[cfg(test)]
 mod tests {
     use wasmkeep_core::{Address, AppId};
-    use wasmkeep_storage::{SqliteStore, Wake};
+    use wasmkeep_storage::{Create, SqliteStore, Wake};
 
     use super::*;
 
@@ -489,7 +489,7 @@ mod tests {
         )
         .unwrap();
         let key = ActorKey { app: AppId(1), address: Address::parse("c/a").unwrap() };
-        let Wake::Owned { epoch, .. } = store.wake(&key, true, "n").await.unwrap() else { panic!() };
+        let Wake::Owned { epoch, .. } = store.wake(&key, Create::ANY, "n").await.unwrap() else { panic!() };
         let batch = WriteBatch {
             clear: false,
             writes: stored.iter().map(|k| (k.to_string(), Some(k.as_bytes().to_vec()))).collect(),

@@ -11,7 +11,7 @@ use std::time::Instant;
 use wasmkeep_core::admission::{Before, Name, before_store, capacity_wait, no_capacity};
 use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
-use wasmkeep_storage::{Epoch, Take, Wake};
+use wasmkeep_storage::{Create, Epoch, Take, Wake};
 
 use crate::app::Tenant;
 use crate::event::EventKind;
@@ -30,33 +30,42 @@ pub(crate) struct Admitted {
 }
 
 /// The actor's epoch from the store. An actor the caller may create is
-/// created only within its tenant's creations per second: the store is
-/// asked first whether it exists, so waking an existing actor never
-/// spends a creation.
+/// created only within its tenant's creations per second and the actors
+/// its plan lets it keep: the store is asked first whether it exists, so
+/// waking an existing actor never spends a creation, and counts what the
+/// tenant keeps in the transaction that creates it. A creation its bound
+/// refuses has spent its rate all the same: the rate bounds the store's
+/// work, refused or not.
 async fn wake_or_create(
     node: &NodeInner,
     actor: &ActorKey,
     create: bool,
     tenant: Option<&Tenant>,
 ) -> Result<Epoch, Refusal> {
-    let first_create = create && tenant.is_none();
-    match take(node, actor, first_create).await? {
-        Wake::Owned { epoch, .. } => return Ok(epoch),
-        Wake::Missing if !create || first_create => return Err(Refusal::NoSuchActor),
-        Wake::Missing => {}
+    let Some(tenant) = tenant.filter(|_| create) else {
+        // Not to be created, or without a tenant's quotas: asked once.
+        let create = if create { Create::ANY } else { Create::No };
+        return match take(node, actor, create).await? {
+            Wake::Owned { epoch, .. } => Ok(epoch),
+            Wake::Missing | Wake::Full => Err(Refusal::NoSuchActor),
+        };
+    };
+    if let Wake::Owned { epoch, .. } = take(node, actor, Create::No).await? {
+        return Ok(epoch);
     }
-    let tenant = tenant.expect("only a tenant's creation is asked twice");
     tenant.rates.creation().map_err(|w| node.over_quota(&tenant.id, Quota::Creations, w))?;
-    match take(node, actor, true).await? {
+    match take(node, actor, Create::Within(tenant.plan.actors)).await? {
         Wake::Owned { epoch, .. } => Ok(epoch),
         Wake::Missing => Err(Refusal::NoSuchActor),
+        // Waiting frees no place: no `Retry-After` (`Quota::passes`).
+        Wake::Full => Err(node.over_quota(&tenant.id, Quota::Actors, std::time::Duration::ZERO)),
     }
 }
 
 /// Takes the actor for this node: alone, by waking it; in a cluster, by a
 /// compare-and-set against its owner's liveness, so that an actor another
 /// live node owns is refused [`Refusal::Elsewhere`] (and noted as its).
-pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: bool) -> Result<Wake, Refusal> {
+pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: Create) -> Result<Wake, Refusal> {
     let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
     let Some(remote) = &node.remote else {
         return node.store.wake(actor, create, &node.id).await.map_err(unavailable);
@@ -81,6 +90,7 @@ pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: bool) -> Re
             Ok(Wake::Owned { epoch, created })
         }
         Take::Missing => Ok(Wake::Missing),
+        Take::Full => Ok(Wake::Full),
         Take::Elsewhere { owner } => {
             remote.note(&key, Some(&owner));
             Err(Refusal::Elsewhere { owner })

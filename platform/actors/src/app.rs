@@ -321,7 +321,9 @@ pub struct VersionSpec {
 pub struct ClassSpec {
     pub name: ClassName,
     pub access: Access,
-    pub wasm: Vec<u8>,
+    /// Shared by the classes of one component: a bundle's component is
+    /// held (and compiled) once, however many classes name it.
+    pub wasm: Arc<[u8]>,
 }
 
 /// A version's manifest as the store keeps it (components by hash apart).

@@ -13,6 +13,7 @@ use tracing::Instrument;
 use tracing::field::Empty;
 use wasmkeep_core::budget::{ResponseBudget, content_length, is_bodyless};
 use wasmkeep_core::call_check::{CallCheck, CallRefusal};
+use wasmkeep_core::metric_labels::FrontCallOutcome;
 use wasmkeep_core::{
     Address, AppRef, AsCall, Caller, Chain, Envelope, EventError, Failure, Limits, MailboxKey, Origin, RawAddress,
     TraceContext, head,
@@ -236,7 +237,7 @@ impl Delivery {
             Ok(response) => {
                 span.record("http.response.status_code", response.status);
             }
-            Err(e) => traces::failed(&span, outcome(&Err(e.clone()))),
+            Err(e) => traces::failed(&span, outcome(&Err(e.clone())).as_str()),
         }
         answer
     }
@@ -272,14 +273,16 @@ fn answer(e: EventError) -> Result<Response, CallError> {
 }
 
 /// How a front's call is counted in `wasmkeep_front_calls_total`.
-pub(crate) fn outcome(result: &Result<Response, CallError>) -> &'static str {
+pub(crate) fn outcome(result: &Result<Response, CallError>) -> FrontCallOutcome {
     match result {
-        Ok(_) => "ok",
-        Err(CallError::InvalidAddress) => "invalid_address",
-        Err(CallError::TooLarge) => "too_large",
-        Err(CallError::Timeout) => "timeout",
-        Err(CallError::Reentrant) => "reentrant",
-        Err(CallError::Failed(reason)) if reason == FRONT_BUSY_ACTOR || reason == FRONT_BUSY_NODE => "busy",
-        Err(CallError::Failed(_)) => "failed",
+        Ok(_) => FrontCallOutcome::Ok,
+        Err(CallError::InvalidAddress) => FrontCallOutcome::InvalidAddress,
+        Err(CallError::TooLarge) => FrontCallOutcome::TooLarge,
+        Err(CallError::Timeout) => FrontCallOutcome::Timeout,
+        Err(CallError::Reentrant) => FrontCallOutcome::Reentrant,
+        Err(CallError::Failed(reason)) if reason == FRONT_BUSY_ACTOR || reason == FRONT_BUSY_NODE => {
+            FrontCallOutcome::Busy
+        }
+        Err(CallError::Failed(_)) => FrontCallOutcome::Failed,
     }
 }

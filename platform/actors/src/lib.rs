@@ -29,10 +29,10 @@ use wasmkeep_core::plan::Plan;
 use wasmkeep_core::quota::{self, Quota};
 use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
-    TenantId, TraceContext, deadline,
+    RefusalReason, TenantId, TraceContext, deadline,
 };
 use wasmkeep_runtime::{CpuShare, Egress, EngineConfig, Runtime};
-use wasmkeep_scheduler::{FrontWaits, IdleActors, InstancePool};
+use wasmkeep_scheduler::{CompileOwner, FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, UsageCounts, ValueSeal, value_context};
 use wasmkeep_telemetry::Metrics;
@@ -90,6 +90,11 @@ pub enum DeployFailure {
     Component { class: String, error: wasmkeep_runtime::DeployError },
     #[error("class {0} is named twice")]
     DuplicateClass(String),
+    #[error("{classes} classes: a version has at most {most} (classes_per_version)")]
+    TooManyClasses { classes: usize, most: u32 },
+    /// The tenant's compiles are queued as far as they may be.
+    #[error("{0}")]
+    CompilesFull(#[from] wasmkeep_scheduler::CompilesFull),
     #[error("{0}")]
     Name(NameError),
     #[error("no version {0}")]
@@ -101,6 +106,12 @@ pub enum DeployFailure {
     Store(#[from] wasmkeep_storage::StoreError),
 }
 
+/// A version's compiled front, if any, and its distinct actor components.
+type CompiledVersion = (
+    Option<Arc<wasmkeep_runtime::FrontComponent<FrontHost>>>,
+    Vec<Arc<wasmkeep_runtime::ActorComponent<ActorEventHost>>>,
+);
+
 /// A tenant's bound on its guests' outbound requests.
 struct TenantEgress {
     tenant: Arc<app::Tenant>,
@@ -111,7 +122,7 @@ impl wasmkeep_runtime::EgressQuota for TenantEgress {
     fn take(&self) -> bool {
         let taken = self.tenant.rates.egress().is_ok();
         if !taken {
-            self.metrics.quota_refusals.inc(self.tenant.id.as_str(), Quota::Egress.label());
+            self.metrics.quota_refusals.inc(self.tenant.id.as_str(), Quota::Egress);
         }
         taken
     }
@@ -177,7 +188,8 @@ pub(crate) struct NodeInner {
     pub remote: Option<Arc<dyn Remote>>,
     pub runtime: Runtime<ActorEventHost, FrontHost>,
     /// One compile at a time (`Node::compile`).
-    compiles: tokio::sync::Semaphore,
+    /// The compile threads, shared by tenant.
+    compiles: wasmkeep_scheduler::Compiles,
     pub store: Arc<dyn Store>,
     /// The instances actors may hold.
     pub pool: InstancePool,
@@ -284,7 +296,7 @@ impl NodeInner {
 
     /// The refusal of `tenant`'s event or request for `quota`, counted.
     pub(crate) fn over_quota(&self, tenant: &TenantId, quota: Quota, wait: std::time::Duration) -> Refusal {
-        self.metrics.quota_refusals.inc(tenant.as_str(), quota.label());
+        self.metrics.quota_refusals.inc(tenant.as_str(), quota);
         Refusal::Quota { quota, retry_after: quota::retry_after_secs(wait) }
     }
 
@@ -315,6 +327,10 @@ impl Node {
             per_app: config.limits.log_lines_per_app_per_second,
         }));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let compiles = wasmkeep_scheduler::Compiles::new(
+            config.limits.compile_threads(cores),
+            config.limits.compiles_queued_per_tenant as usize,
+        );
         let engine = EngineConfig {
             instances: config.limits.pool_instances,
             memory_bytes: config.limits.memory_bytes,
@@ -359,7 +375,7 @@ impl Node {
             idle: IdleActors::default(),
             limits: Arc::new(config.limits),
             runtime,
-            compiles: tokio::sync::Semaphore::new(1),
+            compiles,
             store,
             apps: RwLock::new(app::Apps::default()),
             values: config.values,
@@ -495,7 +511,7 @@ impl Node {
     /// too): the deploy rules of DESIGN §3.4.
     pub async fn activate(&self, app: &AppRef, number: i64) -> Result<(), DeployFailure> {
         let stored = self.0.store.version(app.id, number).await?.ok_or(DeployFailure::NoSuchVersion(number))?;
-        let version = self.load(&stored).await?;
+        let version = self.load(&app.tenant, &stored).await?;
         self.0.store.activate(app.id, number).await?;
         let entry = self.app_entry(app.clone()).await?;
         self.switch(&entry, Arc::new(version));
@@ -506,9 +522,10 @@ impl Node {
     /// start): its values, and its active version if it has one.
     pub async fn restore(&self, app: AppRef) -> Result<(), DeployFailure> {
         let active = self.0.store.active_version(app.id).await?;
+        let tenant = app.tenant.clone();
         let entry = self.app_entry(app).await?;
         if let Some(stored) = active {
-            let version = self.load(&stored).await?;
+            let version = self.load(&tenant, &stored).await?;
             self.switch(&entry, Arc::new(version));
         }
         Ok(())
@@ -615,7 +632,7 @@ impl Node {
         let Some(tenant) = tenant else { return Ok(RequestPlace::unshared()) };
         tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait))?;
         RequestPlace::take(&self.0, tenant).ok_or_else(|| {
-            self.0.metrics.refusals.inc(Refusal::TenantBusy.label());
+            self.0.metrics.refusals.inc(RefusalReason::TenantBusy);
             Refusal::TenantBusy
         })
     }
@@ -645,20 +662,42 @@ impl Node {
         }
     }
 
-    /// Runs `load` (a component's compile, or its load from the compiled
-    /// cache) on a blocking thread, one at a time on the node: compiling a
-    /// large component takes seconds (a JavaScript one about 7 s), and an
-    /// async worker held that long would delay every request on it.
-    async fn compile<T: Send + 'static>(
+    /// Compiles a version's components (or loads them from the compiled
+    /// cache): its front's, if any, and each distinct actor component once
+    /// (`actors`, each with the first class naming it, for the error).
+    /// They compile on one of the node's compile threads in one turn of
+    /// `tenant`'s: a compile takes seconds (a JavaScript component about
+    /// 7 s), an async worker held that long would delay every request on
+    /// it, and the turns keep one tenant's uploads from stalling another's
+    /// deploys for more than the compile running when it came
+    /// (`scheduler::Compiles`, ADR 0026). The bytes compiled are what the
+    /// turn costs its tenant.
+    async fn compile_version(
         &self,
-        load: impl FnOnce(&Runtime<ActorEventHost, FrontHost>) -> T + Send + 'static,
-    ) -> T {
-        let _turn = self.0.compiles.acquire().await.expect("the compile gate is never closed");
+        tenant: &TenantId,
+        front: Option<Vec<u8>>,
+        actors: Vec<(String, Arc<[u8]>)>,
+        env: BTreeMap<String, String>,
+    ) -> Result<CompiledVersion, DeployFailure> {
+        let owner = match self.0.apps.read().unwrap_or_else(|p| p.into_inner()).tenant(tenant) {
+            Some(t) => CompileOwner { tenant: Arc::from(t.id.as_str()), weight: t.plan.weight },
+            None => CompileOwner::default(),
+        };
+        let bytes = front.as_ref().map_or(0, Vec::len) + actors.iter().map(|(_, wasm)| wasm.len()).sum::<usize>();
         let inner = self.0.clone();
-        match tokio::task::spawn_blocking(move || load(&inner.runtime)).await {
-            Ok(loaded) => loaded,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
+        let compile = move || -> Result<CompiledVersion, DeployFailure> {
+            let r = &inner.runtime;
+            let front = front.map(|wasm| r.load_front(&wasm, &env).map_err(DeployFailure::Front)).transpose()?;
+            let mut compiled = Vec::with_capacity(actors.len());
+            for (class, wasm) in &actors {
+                let component = r
+                    .load_actor(wasm, &env)
+                    .map_err(|error| DeployFailure::Component { class: class.clone(), error })?;
+                compiled.push(Arc::new(component));
+            }
+            Ok((front.map(Arc::new), compiled))
+        };
+        self.0.compiles.run(&owner, bytes as u64, compile).await?
     }
 
     /// Checks, compiles and stores the components of `spec`.
@@ -670,22 +709,28 @@ impl Node {
         if let Some(dup) = spec.classes.iter().find(|c| !seen.insert(c.name.clone())) {
             return Err(DeployFailure::DuplicateClass(dup.name.to_string()));
         }
-        // Every component is checked before any is stored.
-        let front = match &spec.front {
-            Some(wasm) => {
-                let (wasm, env) = (wasm.clone(), spec.env.clone());
-                Some(self.compile(move |r| r.load_front(&wasm, &env)).await.map_err(DeployFailure::Front)?)
-            }
-            None => None,
-        };
-        let mut loaded = Vec::with_capacity(spec.classes.len());
-        for c in &spec.classes {
-            let (wasm, env) = (c.wasm.clone(), spec.env.clone());
-            let component = self
-                .compile(move |r| r.load_actor(&wasm, &env))
-                .await
-                .map_err(|error| DeployFailure::Component { class: c.name.to_string(), error })?;
-            loaded.push(component);
+        let most = inner.limits.classes_per_version;
+        if spec.classes.len() > most as usize {
+            return Err(DeployFailure::TooManyClasses { classes: spec.classes.len(), most });
+        }
+        // Each distinct component is compiled once, whatever the number of
+        // classes naming it, and every one is checked before any is stored.
+        let mut distinct: Vec<(String, Arc<[u8]>)> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let of_class: Vec<usize> = spec
+            .classes
+            .iter()
+            .map(|c| {
+                *index.entry(wasmkeep_runtime::component_hash(&c.wasm)).or_insert_with(|| {
+                    distinct.push((c.name.to_string(), c.wasm.clone()));
+                    distinct.len() - 1
+                })
+            })
+            .collect();
+        let (front, compiled) =
+            self.compile_version(&tenant, spec.front.clone(), distinct.clone(), spec.env.clone()).await?;
+        for ((_, wasm), component) in distinct.iter().zip(&compiled) {
+            inner.store.put_component(component.hash(), wasm).await?;
         }
         let mut hashes = BTreeMap::new();
         if let (Some(component), Some(wasm)) = (&front, &spec.front) {
@@ -694,10 +739,10 @@ impl Node {
             hashes.insert(FRONT_KEY.to_owned(), component.hash().to_owned());
         }
         let mut classes = HashMap::new();
-        for (c, component) in spec.classes.iter().zip(loaded) {
-            inner.store.put_component(component.hash(), &c.wasm).await?;
+        for (c, i) in spec.classes.iter().zip(of_class) {
+            let component = compiled[i].clone();
             hashes.insert(c.name.to_string(), component.hash().to_owned());
-            let class = Class { name: c.name.clone(), access: c.access, component: Arc::new(component) };
+            let class = Class { name: c.name.clone(), access: c.access, component };
             classes.insert(c.name.to_string(), Arc::new(class));
         }
         let manifest = StoredManifest {
@@ -716,13 +761,13 @@ impl Node {
             app: AppRef { id, tenant, name: app_name },
             manifest,
             hashes,
-            version: Version { number: 0, front: front.map(Arc::new), classes, required_values: spec.required_values },
+            version: Version { number: 0, front, classes, required_values: spec.required_values },
         })
     }
 
     /// A stored version, its components read from the store and compiled
     /// (a hit in the component cache when this node compiled them before).
-    async fn load(&self, stored: &StoredVersion) -> Result<Version, DeployFailure> {
+    async fn load(&self, tenant: &TenantId, stored: &StoredVersion) -> Result<Version, DeployFailure> {
         let inner = &self.0;
         let manifest: StoredManifest = serde_json::from_str(&stored.manifest)
             .map_err(|e| DeployFailure::Stored(format!("version {}: manifest: {e}", stored.number)))?;
@@ -732,24 +777,32 @@ impl Node {
             inner.store.component(hash).await?.ok_or_else(missing)
         };
         let front = match manifest.front {
-            true => {
-                let (wasm, env) = (bytes(FRONT_KEY).await?, manifest.env.clone());
-                Some(Arc::new(self.compile(move |r| r.load_front(&wasm, &env)).await.map_err(DeployFailure::Front)?))
-            }
+            true => Some(bytes(FRONT_KEY).await?),
             false => None,
         };
-        let mut classes = HashMap::new();
+        let mut distinct: Vec<(String, Arc<[u8]>)> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut of_class = Vec::with_capacity(manifest.classes.len());
         for c in &manifest.classes {
+            let hash = stored.components.get(&c.name).map(String::as_str).unwrap_or_default();
+            let i = match index.get(hash) {
+                Some(i) => *i,
+                None => {
+                    distinct.push((c.name.clone(), bytes(&c.name).await?.into()));
+                    index.insert(hash, distinct.len() - 1);
+                    distinct.len() - 1
+                }
+            };
+            of_class.push(i);
+        }
+        let (front, compiled) = self.compile_version(tenant, front, distinct, manifest.env.clone()).await?;
+        let mut classes = HashMap::new();
+        for (c, i) in manifest.classes.iter().zip(of_class) {
             let stored_class =
                 |e: String| DeployFailure::Stored(format!("version {}: class {}: {e}", stored.number, c.name));
             let name = ClassName::parse(&c.name).map_err(|e| stored_class(e.to_string()))?;
             let access = Access::parse(&c.access).ok_or_else(|| stored_class(format!("access {}", c.access)))?;
-            let (wasm, env) = (bytes(&c.name).await?, manifest.env.clone());
-            let component = self
-                .compile(move |r| r.load_actor(&wasm, &env))
-                .await
-                .map_err(|error| DeployFailure::Component { class: c.name.clone(), error })?;
-            classes.insert(c.name.clone(), Arc::new(Class { name, access, component: Arc::new(component) }));
+            classes.insert(c.name.clone(), Arc::new(Class { name, access, component: compiled[i].clone() }));
         }
         Ok(Version { number: stored.number, front, classes, required_values: manifest.required_values })
     }

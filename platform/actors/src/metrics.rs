@@ -104,12 +104,3 @@ impl Source for Node {
         );
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_quota_family_names_every_quota() {
-        let labels: Vec<_> = wasmkeep_core::quota::Quota::ALL.iter().map(|q| q.label()).collect();
-        assert_eq!(labels, wasmkeep_telemetry::QUOTAS);
-    }
-}

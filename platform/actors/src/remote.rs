@@ -22,6 +22,7 @@ use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use wasmkeep_core::metric_labels::HopKind;
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Origin, Refusal};
 use wasmkeep_runtime::{Request, Response};
 use wasmkeep_telemetry::Metrics;
@@ -150,7 +151,7 @@ pub(crate) struct ClusterRouter {
 pub(crate) async fn follow<T>(
     remote: &dyn Remote,
     metrics: &Metrics,
-    kind: &'static str,
+    kind: HopKind,
     mut owner: String,
     envelope: &Envelope,
     mut send: impl FnMut(String) -> Answering<'static, Result<T, HopFailure>>,
@@ -224,7 +225,7 @@ impl ClusterRouter {
         envelope: &Envelope,
         request: Request,
     ) -> Option<Result<Response, EventError>> {
-        let kind = if matches!(envelope.origin, Origin::Inside { .. }) { "call" } else { "request" };
+        let kind = if matches!(envelope.origin, Origin::Inside { .. }) { HopKind::Call } else { HopKind::Request };
         let send = |owner: String| -> Answering<'static, _> {
             metrics.forwards.inc(kind);
             let (remote, envelope, request) = (remote.clone(), envelope.clone(), request.clone());
@@ -244,7 +245,7 @@ impl ClusterRouter {
         socket: &SocketRequest,
     ) -> Option<Result<Relayed, EventError>> {
         let handoff = matches!(envelope.origin, Origin::Inside { .. });
-        let kind = if handoff { "handoff" } else { "upgrade" };
+        let kind = if handoff { HopKind::Handoff } else { HopKind::Upgrade };
         let send = |owner: String| -> Answering<'static, _> {
             let (remote, envelope, socket, metrics) =
                 (remote.clone(), envelope.clone(), socket.clone(), metrics.clone());

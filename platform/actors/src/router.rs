@@ -15,7 +15,7 @@ use std::sync::Weak;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
-use wasmkeep_core::{Envelope, EventError, Refusal};
+use wasmkeep_core::{Envelope, EventError, Refusal, RefusalReason};
 use wasmkeep_runtime::{Request, Response};
 
 use crate::NodeInner;
@@ -71,7 +71,7 @@ impl LocalRouter {
             tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
         });
         if posted.is_err() {
-            node.metrics.refusals.inc(Refusal::Overloaded.label());
+            node.metrics.refusals.inc(RefusalReason::Overloaded);
         }
         posted
     }

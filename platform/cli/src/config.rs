@@ -41,7 +41,10 @@ pub async fn serve_metrics(
     eprintln!("wasmkeep: metrics on http://{addr}/metrics");
     let mut sources: Vec<std::sync::Arc<dyn wasmkeep_telemetry::Source>> = vec![std::sync::Arc::new(node.clone())];
     sources.extend(more);
-    tokio::spawn(wasmkeep_telemetry::serve(listener, sources, ready, std::future::pending()));
+    let limits = node.limits().clone();
+    tokio::spawn(
+        async move { wasmkeep_telemetry::serve(listener, &limits, sources, ready, std::future::pending()).await },
+    );
     Ok(())
 }
 

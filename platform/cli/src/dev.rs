@@ -101,7 +101,7 @@ pub fn version_spec(manifest: &Manifest, app_dir: &Path) -> Result<VersionSpec, 
     let mut classes = Vec::new();
     for class in &manifest.classes {
         let wasm = components.wasm(&class.component, build::World::Actor)?;
-        classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm });
+        classes.push(ClassSpec { name: class.name.clone(), access: class.access, wasm: wasm.into() });
     }
     Ok(VersionSpec { front, classes, required_values: manifest.required_values.clone(), env: manifest.env.clone() })
 }

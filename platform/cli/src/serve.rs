@@ -459,6 +459,7 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
         drain: drain_asked.clone(),
         stopping: stop_rx.clone(),
         exports,
+        bodies: wasmkeep_tenants::api::BodyBudget::new(node.limits()),
     });
     let forget = service.clone();
     tokio::spawn(async move {
@@ -480,6 +481,22 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
     });
     let last_usage = service.clone();
 
+    let descriptors = wasmkeep_listener::raise_descriptor_limit();
+    let budget = node.limits().descriptor_budget(descriptors);
+    let share = format!(
+        "public port {}, API {}, metrics {}, {} kept for the node",
+        budget.public.connections,
+        budget.api.connections,
+        budget.metrics.connections,
+        wasmkeep_core::limits::DESCRIPTOR_RESERVE
+    );
+    if budget.fits {
+        tracing::info!("descriptors: {descriptors} ({share})");
+    } else {
+        eprintln!(
+            "wasmkeep: warning: {descriptors} descriptors do not hold {share}; raise `ulimit -n` or lower the bounds"
+        );
+    }
     eprintln!("wasmkeep: serving {apps} apps on {scheme}://{public_addr} as <app>.<tenant>.{base_domain}");
     eprintln!("wasmkeep: provisioning API on {scheme}://{api_addr}/v1 (sign-up: {signup:?})");
     eprintln!("wasmkeep: the operator's token is in {}", token_path.display());

@@ -182,6 +182,49 @@ async fn tenants_are_kept_apart() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
 }
 
+/// The lines of a tail's answer (NDJSON records).
+fn tail_lines(text: &str) -> Vec<String> {
+    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_str().unwrap().to_owned()).collect()
+}
+
+/// A tenant's guest writing 1,600 lines keeps another tenant's kept lines:
+/// each tenant's records are kept in a ring of its own, bounded on its own
+/// (the node's last 1,000 records of everyone's used to be one ring).
+#[tokio::test]
+async fn a_tenants_flood_of_lines_leaves_another_tenants_tail_its_own() {
+    let (data, conf) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let limits = conf.path().join("limits.toml");
+    // Rates a guest can flood within one event.
+    std::fs::write(&limits, "log_lines_per_actor_per_second = 5000\nlog_lines_per_app_per_second = 5000\n").unwrap();
+    let s = Serve::start(data.path(), &["--limits", limits.to_str().unwrap()]);
+    let (alpha, beta) = (signup(&s, "alpha").await, signup(&s, "beta").await);
+    deploy(&s, &alpha, "p").await;
+    deploy(&s, &beta, "p").await;
+    assert_eq!(s.public("p.beta.localhost", "/actor/probe/quiet/print?text=mine&times=3").await.0, 200);
+    assert_eq!(s.public("p.alpha.localhost", "/actor/probe/loud/print?text=flood&times=1600").await.0, 200);
+    let (status, text) = s.api_raw("GET", "/v1/apps/p/logs", Some(&beta), None).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(tail_lines(&text), ["mine 0", "mine 1", "mine 2"]);
+    // The flooding tenant keeps its own last 1,000.
+    let (_, text) = s.api_raw("GET", "/v1/apps/p/logs", Some(&alpha), None).await;
+    let flood = tail_lines(&text);
+    assert_eq!(flood.len(), 1000);
+    assert_eq!((flood[0].as_str(), flood[999].as_str()), ("flood 600", "flood 1599"));
+    // A live tail starts with its tenant's kept lines too.
+    let mut follow = reqwest::Client::new()
+        .get(format!("{}/v1/apps/p/logs?follow=true", s.api))
+        .bearer_auth(&beta)
+        .send()
+        .await
+        .unwrap();
+    let mut got = String::new();
+    while got.lines().count() < 3 {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), follow.chunk()).await.unwrap().unwrap().unwrap();
+        got.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert_eq!(tail_lines(&got), ["mine 0", "mine 1", "mine 2"]);
+}
+
 #[tokio::test]
 async fn uploads_are_checked_before_anything_is_stored() {
     let data = tempfile::tempdir().unwrap();
@@ -1361,4 +1404,93 @@ async fn two_nodes_of_a_cluster_serve_one_counter_in_order_and_load_each_others_
         assert_eq!(ready.status().as_u16(), 200);
     }
     assert_eq!(b.api("GET", "/v1/apps", Some(&t), None).await.1["apps"][0]["app"], "shop");
+}
+
+/// The actors `tenant` (token `t`) keeps and its plan's bound, as
+/// `/v1/usage` says them.
+async fn actors_kept(s: &Serve, t: &str) -> (u64, u64) {
+    let (status, usage) = s.api("GET", "/v1/usage", Some(t), None).await;
+    assert_eq!(status, 200, "{usage}");
+    let kept = usage["apps"].as_array().unwrap().iter().map(|a| a["actors"].as_u64().unwrap()).sum::<u64>();
+    let (stored, limit) = (usage["actors"]["stored"].as_u64().unwrap(), usage["actors"]["limit"].as_u64().unwrap());
+    assert_eq!(kept, stored, "{usage}");
+    (stored, limit)
+}
+
+#[tokio::test]
+async fn a_plan_bounds_the_actors_a_tenant_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = plans_with(dir.path(), &[("actors", "5")]);
+    let data = dir.path().join("data");
+    let s = Serve::start(&data, &["--plans", plans.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"]);
+    let t = signup(&s, "acme").await;
+    deploy(&s, &t, "shop").await;
+    deploy(&s, &t, "chat").await;
+    let other = signup(&s, "other").await;
+    deploy(&s, &other, "shop").await;
+    let (shop, chat, elsewhere) = ("shop.acme.localhost", "chat.acme.localhost", "shop.other.localhost");
+    let refusals = |tenant: &str| format!("wasmkeep_quota_refusals_total{{tenant=\"{tenant}\",quota=\"actors\"}}");
+    let refused = "over the plan's actors quota; an actor must be deleted first\n";
+
+    // Five places for the tenant, in all its apps.
+    for name in ["a1", "a2", "a3"] {
+        assert_eq!(count(&s, shop, name).await, 1);
+    }
+    for name in ["b1", "b2"] {
+        assert_eq!(count(&s, chat, name).await, 1);
+    }
+    assert_eq!(actors_kept(&s, &t).await, (5, 5));
+    // The sixth is refused, named, without `Retry-After` (waiting frees no
+    // place), in either app; nothing of it is made.
+    let (status, retry, text) = s.public_with_retry(shop, "/actor/probe/a6/count").await;
+    assert_eq!((status, retry, text.as_str()), (507, None, refused));
+    let (status, retry, text) = s.public_with_retry(chat, "/actor/probe/b6/count").await;
+    assert_eq!((status, retry, text.as_str()), (507, None, refused));
+    assert_eq!(s.api("GET", "/v1/apps/shop/actors/probe/a6", Some(&t), None).await.0, 404);
+    // The actors it keeps answer as before.
+    assert_eq!(count(&s, shop, "a1").await, 2);
+    // A guest's call that would create one gets the same refusal as its answer.
+    let (status, text) = s.public(shop, "/actor/probe/a1/call?to=probe/a6&path=/count").await;
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((answer["status"].as_u64(), answer["body"].as_str()), (Some(507), Some(refused)), "{answer}");
+    assert_eq!(s.metric(&refusals("acme")).await, 3.0);
+    assert_eq!(actors_kept(&s, &t).await, (5, 5));
+
+    // Another tenant's places are its own, and so is its bound.
+    for name in ["x1", "x2", "x3", "x4", "x5"] {
+        assert_eq!(count(&s, elsewhere, name).await, 1);
+    }
+    assert_eq!(s.public(elsewhere, "/actor/probe/x6/count").await, (507, refused.to_owned()));
+    assert_eq!(s.metric(&refusals("other")).await, 1.0);
+    assert_eq!(s.metric(&refusals("acme")).await, 3.0);
+
+    // A deletion through the API frees a place: the next one gets it, the
+    // one after does not.
+    assert_eq!(s.api("DELETE", "/v1/apps/shop/actors/probe/a2", Some(&t), None).await.0, 204);
+    assert_eq!(actors_kept(&s, &t).await, (4, 5));
+    assert_eq!(count(&s, shop, "a6").await, 1);
+    assert_eq!(s.public(shop, "/actor/probe/a7/count").await.0, 507);
+    // So does an actor deleting itself; bringing it back is a creation.
+    let r = reqwest::Client::new()
+        .delete(format!("http://{}/actor/probe/b1/", s.public))
+        .header("host", chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    assert_eq!(count(&s, chat, "b6").await, 1);
+    assert_eq!(s.public(chat, "/actor/probe/b1/count").await, (507, refused.to_owned()));
+
+    // The count is the store's: it survives a restart.
+    let s = s.restart();
+    assert_eq!(actors_kept(&s, &t).await, (5, 5));
+    assert_eq!(s.public(shop, "/actor/probe/a7/count").await.0, 507);
+    // Deleting an app frees its actors' places.
+    assert_eq!(s.api("DELETE", "/v1/apps/chat", Some(&t), None).await.0, 204);
+    assert_eq!(actors_kept(&s, &t).await, (3, 5));
+    assert_eq!(count(&s, shop, "a7").await, 1);
+    assert_eq!(count(&s, shop, "a8").await, 1);
+    assert_eq!(s.public(shop, "/actor/probe/a9/count").await.0, 507);
+    assert_eq!(actors_kept(&s, &other).await, (5, 5));
 }

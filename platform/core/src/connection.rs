@@ -33,6 +33,11 @@ pub struct ConnectionTimes {
     /// With requests in flight, the longest the connection may go without
     /// a byte either way.
     pub stalled: Duration,
+    /// Whether an answer may take as long as it likes to start or to go on
+    /// (the API's log tail waits for lines): then only a client that does
+    /// not take its answer's bytes stalls. A request's body is paced on its
+    /// own either way.
+    pub answers_may_wait: bool,
 }
 
 /// What the watchdog does now.
@@ -50,11 +55,16 @@ pub enum Verdict {
 
 /// The rule, at `now` (time since the connection was accepted).
 pub fn verdict(seen: ConnectionSeen, now: Duration, times: ConnectionTimes) -> Verdict {
-    if seen.in_flight > 0 || seen.writing {
+    if seen.writing || (seen.in_flight > 0 && !times.answers_may_wait) {
         // A request's own pace is its body's and its wall's business; a
         // connection where nothing moves at all is the client's.
         let ends = seen.last_io + times.stalled;
         return if now >= ends { Verdict::Stalled } else { Verdict::LookAgainAt(ends) };
+    }
+    if seen.in_flight > 0 {
+        // An answer taking its time: look again, in case the client stops
+        // taking its bytes.
+        return Verdict::LookAgainAt(now + times.stalled);
     }
     if let Some(started) = seen.head_started {
         let ends = started + times.header_read;
@@ -87,6 +97,7 @@ mod tests {
         header_read: Duration::from_secs(10),
         keepalive_idle: Duration::from_secs(30),
         stalled: Duration::from_secs(90),
+        answers_may_wait: false,
     };
 
     fn s(secs: u64) -> Duration {
@@ -132,6 +143,20 @@ mod tests {
         // Nothing read or written for the stalled time: a client that does
         // not read its answers (or an HTTP/2 window held shut).
         assert_eq!(verdict(seen(1, 0, None), s(90), TIMES), Verdict::Stalled);
+    }
+
+    #[test]
+    fn where_answers_may_wait_only_a_client_not_reading_stalls() {
+        let waiting = ConnectionTimes { answers_may_wait: true, ..TIMES };
+        // A tail waiting for lines: nothing moves, and that is its business.
+        assert_eq!(verdict(seen(1, 0, None), s(500), waiting), Verdict::LookAgainAt(s(590)));
+        // Its bytes not taken by the client: stalled as anywhere.
+        let not_read = ConnectionSeen { writing: true, last_io: s(400), ..seen(1, 0, None) };
+        assert_eq!(verdict(not_read, s(489), waiting), Verdict::LookAgainAt(s(490)));
+        assert_eq!(verdict(not_read, s(490), waiting), Verdict::Stalled);
+        // Heads and idleness are as anywhere.
+        assert_eq!(verdict(seen(0, 0, Some(5)), s(15), waiting), Verdict::SlowHead);
+        assert_eq!(verdict(seen(0, 0, None), s(30), waiting), Verdict::Idle);
     }
 
     #[test]

@@ -55,10 +55,10 @@
 //! Quota words: `requests_per_second`, `events_per_second_per_actor`,
 //! `actor_creations_per_second`, `resident_actors`, `sockets`,
 //! `egress_requests_per_second`, `storage_bytes_per_actor`,
-//! `storage_bytes`. Name error words: `empty_class`, `class_too_long`,
-//! `class_start`, `class_char`, `empty_name`, `name_too_long`,
-//! `name_control`, `name_not_utf8`, `bad_encoding`, `no_slash`,
-//! `bad_tenant`, `bad_app_name`.
+//! `storage_bytes`, `actors`. Name error words: `empty_class`,
+//! `class_too_long`, `class_start`, `class_char`, `empty_name`,
+//! `name_too_long`, `name_control`, `name_not_utf8`, `bad_encoding`,
+//! `no_slash`, `bad_tenant`, `bad_app_name`.
 //!
 //! The words are spelled here, not taken from the metrics' labels, so
 //! that renaming a label does not change what nodes say to one another.
@@ -303,6 +303,7 @@ fn quota_word(quota: Quota) -> &'static str {
         Quota::Egress => "egress_requests_per_second",
         Quota::ActorStorage => "storage_bytes_per_actor",
         Quota::TenantStorage => "storage_bytes",
+        Quota::Actors => "actors",
     }
 }
 

@@ -1,7 +1,7 @@
 //! wasmkeep's sans-IO domain: names and addresses, access rules, the
 //! host's header range (the head) and the envelope, `/actor/` paths,
 //! admission's and calls' rules, limits, deadlines, budgets, refusals and
-//! their answers, close codes. No sockets, no clock, no runtime:
+//! their answers, close codes, the metrics' label sets. No sockets, no clock, no runtime:
 //! everything here is pure and tested here.
 
 pub mod access;
@@ -23,6 +23,7 @@ pub mod hop_answer;
 pub mod host;
 pub mod limits;
 pub mod listing;
+pub mod metric_labels;
 pub mod names;
 pub mod path;
 pub mod period;
@@ -38,4 +39,4 @@ pub use caller::{Caller, Chain, Origin};
 pub use envelope::{AppRef, Envelope, TraceContext};
 pub use limits::Limits;
 pub use names::{ActorName, Address, AppName, ClassName, NameError, RawAddress, TenantId};
-pub use refusal::{Answer, AsCall, EventError, Failure, FrontError, PortError, Refusal};
+pub use refusal::{Answer, AsCall, EventError, EventFault, Failure, FrontError, PortError, Refusal, RefusalReason};

@@ -50,6 +50,15 @@ pub struct Limits {
     pub storage_tenant_bytes: u64,
     /// Instances in the node's pool, front slots included.
     pub pool_instances: u32,
+    /// Classes of one version (each a component held and an entry per
+    /// event's lookup; a component named by several is compiled once).
+    pub classes_per_version: u32,
+    /// Threads compiling components, each one compile at a time on one
+    /// core, at a lower priority than requests; 0 for the node's cores.
+    pub compile_threads: u32,
+    /// Compiles one tenant may have waiting (beyond the one it runs);
+    /// past it a deploy is refused `503`.
+    pub compiles_queued_per_tenant: u32,
     /// The public port: a request head must arrive whole within this, from
     /// its first byte.
     pub header_read_secs: f64,
@@ -69,6 +78,24 @@ pub struct Limits {
     pub max_connections: u32,
     /// The public port: open connections from one client address.
     pub max_connections_per_client: u32,
+    /// The provisioning API: open connections. Its descriptors are kept
+    /// apart from the public port's, so that neither starves the other.
+    pub api_connections: u32,
+    /// The provisioning API: open connections from one client address.
+    pub api_connections_per_client: u32,
+    /// The metrics listener: open connections, kept apart as the API's.
+    pub metrics_connections: u32,
+    /// The metrics listener: open connections from one client address.
+    pub metrics_connections_per_client: u32,
+    /// Request body bytes the provisioning API holds at once across the
+    /// node (uploads being read, parsed and compiled); past it a body
+    /// waits up to the body grace, then `503`.
+    pub api_body_bytes: u64,
+    /// Of those, what one tenant may hold; 0 for a quarter of them. Past
+    /// it the tenant's body fails at once (`503`).
+    pub api_body_bytes_per_tenant: u64,
+    /// Uploads one tenant may have in flight (read, parsed, compiled).
+    pub uploads_per_tenant: u32,
     /// The public port: requests being answered at once, which the tenants
     /// of a hosted node share by weight (a tenant over its share is
     /// refused, `503`, and its connection closed).
@@ -119,6 +146,9 @@ impl Default for Limits {
             storage_actor_bytes: 0,
             storage_tenant_bytes: 0,
             pool_instances: 1000,
+            classes_per_version: 100,
+            compile_threads: 0,
+            compiles_queued_per_tenant: 4,
             header_read_secs: 10.0,
             keepalive_idle_secs: 30.0,
             body_grace_secs: 10.0,
@@ -126,6 +156,13 @@ impl Default for Limits {
             head_bytes: 16 * 1024,
             max_connections: 0,
             max_connections_per_client: 10_000,
+            api_connections: 1024,
+            api_connections_per_client: 64,
+            metrics_connections: 64,
+            metrics_connections_per_client: 16,
+            api_body_bytes: 512 * MIB,
+            api_body_bytes_per_tenant: 0,
+            uploads_per_tenant: 2,
             requests_in_flight: 10_000,
             buffered_body_bytes: 256 * MIB,
             front_body_prefetch_bytes: 64 * 1024,
@@ -135,6 +172,32 @@ impl Default for Limits {
             log_lines_per_app_per_second: 1000,
         }
     }
+}
+
+/// Descriptors kept for the store, compiled components, the cluster's
+/// sockets and the node's own files, apart from every listener's.
+pub const DESCRIPTOR_RESERVE: u64 = 1024;
+
+/// Refusals one listener writes at once (each a descriptor for a moment);
+/// past it a refused connection is just closed.
+pub const REFUSALS_AT_ONCE: u32 = 64;
+
+/// What one listener may hold: connections in all and per client address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub connections: u32,
+    pub per_client: u32,
+}
+
+/// The listeners' shares of the process's descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescriptorBudget {
+    pub public: Bound,
+    pub api: Bound,
+    pub metrics: Bound,
+    /// Whether the shares and the reserve fit in the descriptor limit (a
+    /// node started with a small limit warns).
+    pub fits: bool,
 }
 
 /// A limit that cannot be served. The text names the field.
@@ -170,6 +233,9 @@ impl Limits {
         if self.queue_per_actor == 0 {
             return Err(LimitError { field: "queue_per_actor", reason: "must be at least 1" });
         }
+        if self.classes_per_version == 0 {
+            return Err(LimitError { field: "classes_per_version", reason: "must be at least 1" });
+        }
         if self.front_slots == 0 {
             return Err(LimitError { field: "front_slots", reason: "must be at least 1" });
         }
@@ -185,8 +251,18 @@ impl Limits {
         if self.requests_in_flight == 0 {
             return Err(LimitError { field: "requests_in_flight", reason: "must be at least 1" });
         }
-        if self.max_connections_per_client == 0 {
-            return Err(LimitError { field: "max_connections_per_client", reason: "must be at least 1" });
+        let at_least_one = [
+            ("max_connections_per_client", self.max_connections_per_client),
+            ("api_connections", self.api_connections),
+            ("api_connections_per_client", self.api_connections_per_client),
+            ("metrics_connections", self.metrics_connections),
+            ("metrics_connections_per_client", self.metrics_connections_per_client),
+            ("uploads_per_tenant", self.uploads_per_tenant),
+        ];
+        for (field, n) in at_least_one {
+            if n == 0 {
+                return Err(LimitError { field, reason: "must be at least 1" });
+            }
         }
         if self.buffered_body_bytes < self.body_bytes {
             return Err(LimitError { field: "buffered_body_bytes", reason: "must be at least body_bytes" });
@@ -255,6 +331,7 @@ impl Limits {
             header_read: Duration::from_secs_f64(self.header_read_secs),
             keepalive_idle,
             stalled: longest_wait + keepalive_idle,
+            answers_may_wait: false,
         }
     }
 
@@ -268,14 +345,33 @@ impl Limits {
         self.body_grace() + Duration::from_secs_f64(received as f64 / self.body_min_rate as f64)
     }
 
-    /// The connections the public port keeps open, given the process's
-    /// descriptor limit: the configured number, or the limit less a reserve
-    /// for the store, components and the node's own files.
-    pub fn connections(&self, descriptor_limit: u64) -> u32 {
-        const RESERVE: u64 = 1024;
-        match self.max_connections {
-            0 => descriptor_limit.saturating_sub(RESERVE).clamp(64, u32::MAX as u64) as u32,
+    /// How the process's descriptors are shared, given its limit: a reserve
+    /// for the store, components and the node's own files, each listener's
+    /// refusals, the API's and the metrics listener's bounds, and the rest
+    /// for the public port (or `max_connections`). Each listener holds only
+    /// its own, so a flood on one never leaves another without descriptors.
+    pub fn descriptor_budget(&self, descriptor_limit: u64) -> DescriptorBudget {
+        let kept = DESCRIPTOR_RESERVE
+            + 3 * u64::from(REFUSALS_AT_ONCE)
+            + u64::from(self.api_connections)
+            + u64::from(self.metrics_connections);
+        let public = match self.max_connections {
+            0 => descriptor_limit.saturating_sub(kept).clamp(64, u32::MAX as u64) as u32,
             n => n,
+        };
+        DescriptorBudget {
+            public: Bound { connections: public, per_client: self.max_connections_per_client },
+            api: Bound { connections: self.api_connections, per_client: self.api_connections_per_client },
+            metrics: Bound { connections: self.metrics_connections, per_client: self.metrics_connections_per_client },
+            fits: u64::from(public) + kept <= descriptor_limit,
+        }
+    }
+
+    /// The API's body bytes one tenant may hold at once.
+    pub fn api_body_bytes_for_one_tenant(&self) -> u64 {
+        match self.api_body_bytes_per_tenant {
+            0 => self.api_body_bytes / 4,
+            n => n.min(self.api_body_bytes),
         }
     }
 
@@ -287,6 +383,14 @@ impl Limits {
             n => n,
         };
         (share < self.front_slots).then_some(share)
+    }
+
+    /// Compile threads on a node of `cores` cores.
+    pub fn compile_threads(&self, cores: usize) -> usize {
+        match self.compile_threads {
+            0 => cores.max(1),
+            n => n as usize,
+        }
     }
 
     /// CPU-bound guests that may run at once on a node of `cores` cores.
@@ -333,13 +437,27 @@ mod tests {
     #[test]
     fn the_ports_limits_resolve() {
         let l = Limits::default();
-        assert_eq!(l.connections(20_000), 18_976);
-        assert_eq!(l.connections(100), 64, "never below a usable few");
-        assert_eq!(Limits { max_connections: 500, ..l.clone() }.connections(20_000), 500);
+        let budget = l.descriptor_budget(20_000);
+        assert_eq!(budget.public, Bound { connections: 20_000 - 1024 - 192 - 1024 - 64, per_client: 10_000 });
+        assert_eq!(budget.api, Bound { connections: 1024, per_client: 64 });
+        assert_eq!(budget.metrics, Bound { connections: 64, per_client: 16 });
+        assert!(budget.fits);
+        let small = l.descriptor_budget(1000);
+        assert_eq!(small.public.connections, 64, "never below a usable few");
+        assert!(!small.fits, "and said not to fit");
+        let set = Limits { max_connections: 500, api_connections: 10, metrics_connections: 5, ..l.clone() };
+        assert_eq!(set.descriptor_budget(20_000).public.connections, 500);
+        assert_eq!(set.descriptor_budget(1500).api.connections, 10);
+        assert!(set.descriptor_budget(1731).fits && !set.descriptor_budget(1730).fits);
+        assert_eq!(l.api_body_bytes_for_one_tenant(), 128 << 20, "a quarter");
+        let set = Limits { api_body_bytes_per_tenant: 1 << 40, ..l.clone() };
+        assert_eq!(set.api_body_bytes_for_one_tenant(), 512 << 20, "never more than all");
         assert_eq!(l.front_slots_for_one_client(), Some(50));
         assert_eq!(Limits { front_slots_per_client: 7, ..l.clone() }.front_slots_for_one_client(), Some(7));
         assert_eq!(Limits { front_slots_per_client: 100, ..l.clone() }.front_slots_for_one_client(), None);
         assert_eq!(Limits { front_slots: 1, ..l.clone() }.front_slots_for_one_client(), None, "one slot is shared");
+        assert_eq!((l.compile_threads(2), l.compile_threads(0)), (2, 1));
+        assert_eq!(Limits { compile_threads: 1, ..l.clone() }.compile_threads(8), 1);
         assert_eq!(l.busy_guests(2), 1);
         assert_eq!(l.busy_guests(1), 1);
         assert_eq!(l.busy_guests(8), 7);
@@ -370,6 +488,8 @@ mod tests {
         assert_eq!(l.validate().unwrap_err().field, "body_min_rate");
         let l = Limits { buffered_body_bytes: 1, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().field, "buffered_body_bytes");
+        let l = Limits { api_connections_per_client: 0, ..Limits::default() };
+        assert_eq!(l.validate().unwrap_err().field, "api_connections_per_client");
         let l = Limits { header_read_secs: -1.0, ..Limits::default() };
         assert_eq!(l.validate().unwrap_err().field, "header_read_secs");
     }

@@ -29,6 +29,9 @@ pub struct Plan {
     pub resident_actors: u32,
     /// Actors the tenant's apps may create per second.
     pub actor_creations_per_second: u32,
+    /// Actors the tenant keeps, across all its apps: created and not yet
+    /// deleted (a deleted actor gives its place back at once).
+    pub actors: u64,
     /// Open sockets of the tenant on one node.
     pub sockets: u32,
     /// Stored bytes (keys and values) of one actor, and of all the tenant's.
@@ -92,6 +95,7 @@ impl Plan {
             ("events_per_second_per_actor", self.events_per_second_per_actor as u64),
             ("resident_actors", self.resident_actors as u64),
             ("actor_creations_per_second", self.actor_creations_per_second as u64),
+            ("actors", self.actors),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{name} must be at least 1"));
@@ -125,6 +129,7 @@ mod tests {
             events_per_second_per_actor: 5,
             resident_actors: 100,
             actor_creations_per_second: 10,
+            actors: 1000,
             sockets: 100,
             storage_bytes_per_actor: 1 << 20,
             storage_bytes: 1 << 30,
@@ -168,6 +173,9 @@ mod tests {
         let mut p = plan();
         p.apps = 0;
         assert_eq!(p.validate().unwrap_err(), "apps must be at least 1");
+        let mut p = plan();
+        p.actors = 0;
+        assert_eq!(p.validate().unwrap_err(), "actors must be at least 1");
         let mut p = plan();
         p.allowed_hosts = Some(vec!["api.example.com".into(), "*.example.org".into(), "http://x".into()]);
         assert_eq!(p.validate().unwrap_err(), "allowed_hosts: `http://x` is not a host name or `*.domain`");

@@ -23,10 +23,12 @@ pub enum Quota {
     ActorStorage,
     /// Stored bytes of all of the tenant's actors.
     TenantStorage,
+    /// Actors the tenant keeps (created and not deleted), across its apps.
+    Actors,
 }
 
 impl Quota {
-    pub const ALL: [Quota; 8] = [
+    pub const ALL: [Quota; 9] = [
         Quota::Requests,
         Quota::ActorEvents,
         Quota::Creations,
@@ -35,6 +37,7 @@ impl Quota {
         Quota::Egress,
         Quota::ActorStorage,
         Quota::TenantStorage,
+        Quota::Actors,
     ];
 
     /// Its name in `wasmkeep_quota_refusals_total{quota}` and in answers.
@@ -48,17 +51,21 @@ impl Quota {
             Self::Egress => "egress_requests_per_second",
             Self::ActorStorage => "storage_bytes_per_actor",
             Self::TenantStorage => "storage_bytes",
+            Self::Actors => "actors",
         }
     }
 
     /// The status of its refusal: a rate is `429` (slow down), a bound on
-    /// what is held is `503` (come back when some is let go), stored bytes
-    /// are `507` (waiting frees none: something stored must go).
+    /// what is held is `503` (come back when some is let go), what is
+    /// stored is `507` (waiting frees none: something stored must go).
+    /// Stored actors are of the last kind, not of the rates' `429`: no
+    /// actor is ever deleted by time passing, so a client told to retry
+    /// later would be refused for ever.
     pub fn status(self) -> u16 {
         match self {
             Self::Requests | Self::ActorEvents | Self::Creations | Self::Egress => 429,
             Self::ResidentActors | Self::Sockets => 503,
-            Self::ActorStorage | Self::TenantStorage => 507,
+            Self::ActorStorage | Self::TenantStorage | Self::Actors => 507,
         }
     }
 
@@ -138,5 +145,6 @@ mod tests {
         assert_eq!(Quota::ResidentActors.status(), 503);
         assert_eq!(Quota::ActorStorage.status(), 507);
         assert!(Quota::Sockets.passes() && !Quota::TenantStorage.passes());
+        assert_eq!((Quota::Actors.label(), Quota::Actors.status(), Quota::Actors.passes()), ("actors", 507, false));
     }
 }

@@ -5,6 +5,7 @@
 //! error and a socket's close are thin renderers of [`Answer`].
 
 use crate::close::{self, Close};
+use crate::metric_labels::EventOutcome;
 use crate::names::NameError;
 use crate::quota::Quota;
 
@@ -61,34 +62,59 @@ pub enum Refusal {
     Elsewhere { owner: String },
 }
 
+crate::metric_labels::labels! {
+    /// A refusal's name, without its detail: `wasmkeep_refusals_total{reason}`,
+    /// a refused event's outcome, a span's status.
+    pub enum RefusalReason {
+        NoSuchApp => "no_such_app",
+        Suspended => "suspended",
+        NoSuchClass => "no_such_class",
+        InvalidName => "invalid_name",
+        Internal => "internal",
+        ValueMissing => "value_missing",
+        NoSuchActor => "no_such_actor",
+        Overloaded => "overloaded",
+        Capacity => "capacity",
+        /// The caller had stopped waiting before the event could start.
+        DeadlinePassed => "deadline",
+        Quota => "quota",
+        TenantBusy => "tenant_busy",
+        StoreUnavailable => "store_unavailable",
+        Elsewhere => "elsewhere",
+    }
+}
+
 impl Refusal {
-    /// Its name in `wasmkeep_refusals_total{reason}` (the telemetry crate
-    /// lists the same names).
-    pub fn label(&self) -> &'static str {
+    pub fn reason(&self) -> RefusalReason {
         match self {
-            Self::NoSuchApp => "no_such_app",
-            Self::Suspended => "suspended",
-            Self::NoSuchClass => "no_such_class",
-            Self::InvalidName(_) => "invalid_name",
-            Self::Internal => "internal",
-            Self::ValueMissing(_) => "value_missing",
-            Self::NoSuchActor => "no_such_actor",
-            Self::Overloaded => "overloaded",
-            Self::Capacity => "capacity",
-            Self::DeadlinePassed => "deadline",
-            Self::Quota { .. } => "quota",
-            Self::TenantBusy => "tenant_busy",
-            Self::StoreUnavailable(_) => "store_unavailable",
-            Self::Elsewhere { .. } => "elsewhere",
+            Self::NoSuchApp => RefusalReason::NoSuchApp,
+            Self::Suspended => RefusalReason::Suspended,
+            Self::NoSuchClass => RefusalReason::NoSuchClass,
+            Self::InvalidName(_) => RefusalReason::InvalidName,
+            Self::Internal => RefusalReason::Internal,
+            Self::ValueMissing(_) => RefusalReason::ValueMissing,
+            Self::NoSuchActor => RefusalReason::NoSuchActor,
+            Self::Overloaded => RefusalReason::Overloaded,
+            Self::Capacity => RefusalReason::Capacity,
+            Self::DeadlinePassed => RefusalReason::DeadlinePassed,
+            Self::Quota { .. } => RefusalReason::Quota,
+            Self::TenantBusy => RefusalReason::TenantBusy,
+            Self::StoreUnavailable(_) => RefusalReason::StoreUnavailable,
+            Self::Elsewhere { .. } => RefusalReason::Elsewhere,
         }
+    }
+
+    /// Its name ([`Refusal::reason`]).
+    pub fn label(&self) -> &'static str {
+        self.reason().as_str()
     }
 }
 
 fn retry_text(quota: Quota, retry_after: u32) -> String {
-    if quota.passes() {
-        format!("; retry in {retry_after} s")
-    } else {
-        "; something stored must be deleted first".into()
+    match quota {
+        _ if quota.passes() => format!("; retry in {retry_after} s"),
+        Quota::Actors => "; an actor must be deleted first".into(),
+        _ => "; something stored must be deleted first".into(),
     }
 }
 
@@ -117,17 +143,35 @@ pub enum EventError {
     ShuttingDown,
 }
 
+crate::metric_labels::labels! {
+    /// How an admitted event failed: an [`EventError`] other than a
+    /// refusal, by name.
+    pub enum EventFault {
+        Trapped => "trapped",
+        Wall => "wall",
+        InvalidResponse => "invalid_response",
+        AnswerTooLarge => "answer_too_large",
+        ShuttingDown => "shutting_down",
+    }
+}
+
+impl From<&EventError> for EventOutcome {
+    fn from(e: &EventError) -> Self {
+        match e {
+            EventError::Refused(r) => Self::Refused(r.reason()),
+            EventError::Trapped => Self::Failed(EventFault::Trapped),
+            EventError::Wall => Self::Failed(EventFault::Wall),
+            EventError::InvalidResponse => Self::Failed(EventFault::InvalidResponse),
+            EventError::AnswerTooLarge(_) => Self::Failed(EventFault::AnswerTooLarge),
+            EventError::ShuttingDown => Self::Failed(EventFault::ShuttingDown),
+        }
+    }
+}
+
 impl EventError {
     /// Its name, for a span's status and the like: never a detail.
     pub fn label(&self) -> &'static str {
-        match self {
-            EventError::Refused(r) => r.label(),
-            EventError::Trapped => "trapped",
-            EventError::Wall => "wall",
-            EventError::InvalidResponse => "invalid_response",
-            EventError::AnswerTooLarge(_) => "answer_too_large",
-            EventError::ShuttingDown => "shutting_down",
-        }
+        EventOutcome::from(self).as_str()
     }
 }
 
@@ -373,6 +417,7 @@ mod tests {
             Refusal::Quota { quota: Quota::Requests, retry_after: 2 },
             Refusal::Quota { quota: Quota::ResidentActors, retry_after: 1 },
             Refusal::Quota { quota: Quota::TenantStorage, retry_after: 0 },
+            Refusal::Quota { quota: Quota::Actors, retry_after: 0 },
             Refusal::TenantBusy,
             Refusal::StoreUnavailable("disk I/O error at /var/lib/x".into()),
             Refusal::Elsewhere { owner: "node-b".into() },
@@ -429,6 +474,7 @@ mod tests {
                 (429, Some(2), "over the plan's requests_per_second quota; retry in 2 s\n"),
                 (503, Some(1), "over the plan's resident_actors quota; retry in 1 s\n"),
                 (507, None, "over the plan's storage_bytes quota; something stored must be deleted first\n"),
+                (507, None, "over the plan's actors quota; an actor must be deleted first\n"),
                 (503, Some(1), "too many requests for this account at once; retry shortly\n"),
                 (503, Some(1), "store unavailable\n"),
                 (503, Some(1), "the actor is moving between nodes; retry\n"),
@@ -518,8 +564,8 @@ mod tests {
             })
             .collect();
         let distinct: std::collections::HashSet<_> = labels.iter().collect();
-        // The three quota samples share one label.
-        assert_eq!(distinct.len(), labels.len() - 2);
+        // The four quota samples share one label.
+        assert_eq!(distinct.len(), labels.len() - 3);
         assert_eq!(Refusal::Elsewhere { owner: "node-b".into() }.label(), "elsewhere");
     }
 }

@@ -15,6 +15,7 @@ use http::{HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use wasmkeep_core::handoff::{is_websocket_upgrade, upgrade_headers};
+use wasmkeep_core::metric_labels::FrontRequestOutcome;
 use wasmkeep_core::{AppRef, FrontError, TraceContext, head};
 
 use tracing::field::Empty;
@@ -45,11 +46,11 @@ pub(crate) async fn handle(
         )
     });
     let trace = traces::carried(&span, &trace);
-    let count = |outcome: &'static str| {
+    let count = |outcome: FrontRequestOutcome| {
         node.metrics().front_requests.inc(outcome);
-        span.record("wasmkeep.front.outcome", outcome);
-        if !matches!(outcome, "ok" | "handoff") {
-            traces::failed(&span, outcome);
+        span.record("wasmkeep.front.outcome", outcome.as_str());
+        if !matches!(outcome, FrontRequestOutcome::Ok | FrontRequestOutcome::Handoff) {
+            traces::failed(&span, outcome.as_str());
         }
     };
     // A request in origin form names its host only in `Host`; the front
@@ -76,7 +77,7 @@ pub(crate) async fn handle(
         Some(shares) => match shares.take(client) {
             Some(place) => Some(place),
             None => {
-                count("busy");
+                count(FrontRequestOutcome::Busy);
                 return Err(Failure::Front(FrontError::Busy));
             }
         },
@@ -99,17 +100,17 @@ pub(crate) async fn handle(
         run.stop();
         return match handoff {
             Ok(handoff) => {
-                count("handoff");
+                count(FrontRequestOutcome::Handoff);
                 socket_route::hand_off(node, app, trace, handoff, on_upgrade, client_headers).await
             }
             Err(broken) => {
                 tracing::info!(app = %app, "the front's hand-off is broken: {broken}");
-                count("guest_error");
+                count(FrontRequestOutcome::GuestError);
                 Err(Failure::Front(FrontError::Trapped))
             }
         };
     }
-    count("ok");
+    count(FrontRequestOutcome::Ok);
     let (mut parts, body) = response.into_parts();
     head::strip(&mut parts.headers);
     let body = body.map_err(boxed_error).map_frame(head::strip_trailers).boxed_unsync();
@@ -119,11 +120,11 @@ pub(crate) async fn handle(
 
 /// How a front request that got no answer is counted in
 /// `wasmkeep_front_requests_total`.
-fn outcome(e: &FrontError) -> &'static str {
+fn outcome(e: &FrontError) -> FrontRequestOutcome {
     match e {
-        FrontError::Trapped => "guest_error",
-        FrontError::Busy => "busy",
-        FrontError::Wall => "timeout",
-        FrontError::NoFront | FrontError::NoSuchApp => "no_front",
+        FrontError::Trapped => FrontRequestOutcome::GuestError,
+        FrontError::Busy => FrontRequestOutcome::Busy,
+        FrontError::Wall => FrontRequestOutcome::Timeout,
+        FrontError::NoFront | FrontError::NoSuchApp => FrontRequestOutcome::NoFront,
     }
 }

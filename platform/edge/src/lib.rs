@@ -1,19 +1,16 @@
-//! The public HTTP port of a node. A connection passes the listener (its
-//! ticket, within the bounds in all and per client) and the connection's
-//! watchdog (idle and slow heads); a request passes small layers, each in
-//! its own file: the edge (the `Host`, the app, the client's headers of the
-//! host's range dropped), the body (paced, budgeted, limited), the route
-//! (`/actor/...` or the front, each its own file), and the error layer,
-//! the one place where failures become HTTP answers.
+//! The public HTTP port of a node. A connection passes the listener
+//! (`wasmkeep-listener`: its ticket, within the bounds in all and per
+//! client, and the connection's watchdog); a request passes small layers,
+//! each in its own file: the edge (the `Host`, the app, the client's
+//! headers of the host's range dropped), the body (paced, budgeted,
+//! limited), the route (`/actor/...` or the front, each its own file), and
+//! the error layer, the one place where failures become HTTP answers.
 
 mod actor_route;
 mod body;
-mod connection;
 mod edge;
 mod error;
 mod front_route;
-mod listener;
-mod per_client;
 mod request_span;
 mod server;
 mod socket_conn;
@@ -21,12 +18,11 @@ mod socket_route;
 
 pub use edge::AppRouting;
 pub use error::{render, render_whole};
-pub use listener::raise_descriptor_limit;
 pub use server::{PublicPort, serve};
 pub use socket_route::open_relayed;
 
 /// A body's failure, whatever produced it.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use wasmkeep_listener::BoxError;
 
 /// The answers of this port: whole (an actor's, an error) or streamed (a
 /// front's).

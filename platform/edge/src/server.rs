@@ -2,25 +2,21 @@
 //! and passes each request through the layers.
 
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use wasmkeep_actors::Node;
-use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::handoff::is_websocket_upgrade;
 use wasmkeep_core::path::parse_actor_path;
 use wasmkeep_core::{Failure, Limits, Origin, Refusal, TraceContext, head};
 
 use crate::body::{BodyBudget, Held, Paced};
-use crate::listener::{self, Tickets};
-use crate::per_client::PerClient;
 use crate::socket_route::Route;
-use crate::{
-    AppRouting, HttpResponse, SignedHops, actor_route, body, connection, edge, front_route, request_span, socket_route,
-};
+use crate::{AppRouting, HttpResponse, SignedHops, actor_route, body, edge, front_route, request_span, socket_route};
+use wasmkeep_listener::{PerClient, Rules};
 
 /// What the public port serves, and what its clients share.
 pub struct PublicPort {
@@ -30,14 +26,10 @@ pub struct PublicPort {
     pub(crate) budget: BodyBudget,
     /// Each client's share of the front slots, when it is less than all.
     pub(crate) client_slots: Option<PerClient>,
-    /// The HTTP server every connection is served with.
-    pub(crate) http: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
-    /// When a connection is closed (`core::connection`).
-    pub(crate) times: ConnectionTimes,
     /// Requests being answered now: a stopping node waits for them.
     in_flight: Arc<AtomicUsize>,
     /// TLS, when the port serves HTTPS.
-    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     /// Who answers signed hops here (`--cluster-plaintext allow`); without
     /// it a signature is a client's header, removed with the range.
     hops: Option<Arc<dyn SignedHops>>,
@@ -67,8 +59,6 @@ impl PublicPort {
         Self {
             budget: BodyBudget::new(&limits),
             client_slots: limits.front_slots_for_one_client().map(PerClient::new),
-            http: connection::builder(&limits),
-            times: limits.connection_times(),
             node,
             routing,
             limits,
@@ -159,16 +149,27 @@ impl PublicPort {
 /// Serves `port` on `listener` until `shutdown` completes; then stops
 /// accepting and waits for the requests in flight (at most the longest any
 /// may take). Upgraded sockets are not requests: they close with the node.
-pub async fn serve(listener: TcpListener, port: PublicPort, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    mut port: PublicPort,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let limits = port.limits.clone();
-    let descriptors = listener::raise_descriptor_limit();
-    let tickets = Tickets::new(limits.connections(descriptors), limits.max_connections_per_client);
+    let budget = limits.descriptor_budget(wasmkeep_listener::raise_descriptor_limit());
+    let rules = Rules {
+        name: "public port",
+        bound: budget.public,
+        times: limits.connection_times(),
+        head_bytes: limits.head_bytes,
+    };
+    let tls = port.tls.take();
     let in_flight = port.in_flight.clone();
     let port = Arc::new(port);
-    listener::accept_loop(listener, tickets, shutdown, move |stream, ticket| {
-        connection::serve(port.clone(), stream, ticket)
-    })
-    .await;
+    let handler = move |request, peer: SocketAddr| {
+        let port = port.clone();
+        async move { port.handle(request, peer.ip()).await }
+    };
+    wasmkeep_listener::serve(listener, rules, tls, handler, shutdown).await;
     let grace = tokio::time::Instant::now() + limits.shutdown_grace();
     while in_flight.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < grace {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -56,6 +56,10 @@ pub(crate) fn build(cfg: &EngineConfig) -> wasmtime::Result<Engine> {
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
+        // A compile runs on one of the node's compile threads, at a lower
+        // priority than the requests, one core each: never on every core
+        // at once (ADR 0026).
+        .parallel_compilation(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config)
 }

@@ -1,10 +1,12 @@
-//! Allocation of the node's pool instances and the front's bounds.
+//! Allocation of the node's pool instances, the front's bounds and the
+//! compile threads.
 //!
 //! The wasmtime pool has a fixed number of instance slots; an actor holds
 //! one while it is resident. [`InstancePool`] hands them out so that
 //! instantiation never meets a full pool: an event that finds none free
 //! waits up to the admission wait, then is refused (capacity `503`).
 
+mod compiles;
 mod front_waits;
 mod idle;
 mod rates;
@@ -13,6 +15,7 @@ mod shares;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use compiles::{CompileOwner, Compiles, CompilesFull};
 pub use front_waits::{FrontBusy, FrontWait, FrontWaits};
 pub use idle::IdleActors;
 pub use rates::{Rates, TenantRates};

@@ -9,8 +9,8 @@ use wasmkeep_core::heartbeat::{self, Capabilities, Heartbeat, NodeState};
 use wasmkeep_core::{ActorKey, Address, AppId};
 
 use crate::{
-    ActorRecord, AppRecord, BudgetScope, Epoch, OverBudget, Revoked, StorageBudget, Store, StoreError, Stored, Take,
-    TenantRecord, TokenRecord, UsageCounts, Wake, WriteBatch,
+    ActorRecord, AppRecord, BudgetScope, Create, Epoch, OverBudget, Revoked, StorageBudget, Store, StoreError, Stored,
+    Take, TenantRecord, TokenRecord, UsageCounts, Wake, WriteBatch,
 };
 
 /// One `#[tokio::test]` per check of this module, each on a fresh store
@@ -41,6 +41,8 @@ macro_rules! store_conformance {
             a_deleted_actor_keeps_its_owner_and_comes_back_only_when_created,
             owned_by_pages_one_nodes_live_actors_in_key_order,
             concurrent_takes_leave_exactly_one_owner,
+            creations_keep_to_their_tenants_bound_and_a_deletion_frees_a_place,
+            concurrent_creations_never_pass_the_bound,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -67,9 +69,9 @@ fn batch(pairs: &[(&str, Option<&[u8]>)]) -> WriteBatch {
 }
 
 async fn owned(s: &dyn Store, a: &ActorKey, node: &str) -> Epoch {
-    match s.wake(a, true, node).await.unwrap() {
+    match s.wake(a, Create::ANY, node).await.unwrap() {
         Wake::Owned { epoch, .. } => epoch,
-        Wake::Missing => panic!("a created actor is owned"),
+        other => panic!("a created actor is owned: {other:?}"),
     }
 }
 
@@ -83,15 +85,15 @@ fn tenant(id: &str) -> TenantRecord {
 
 pub async fn wake_creates_only_when_asked_and_bumps_the_epoch(s: &dyn Store) {
     let a = key("x");
-    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
-    assert_eq!(s.wake(&a, true, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
-    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(2), created: false });
+    assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Missing);
+    assert_eq!(s.wake(&a, Create::ANY, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
+    assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(2), created: false });
 }
 
 pub async fn commits_are_fenced_by_epoch(s: &dyn Store) {
     let a = key("x");
-    let Wake::Owned { epoch: old, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
-    let Wake::Owned { epoch: new, .. } = s.wake(&a, false, "n2").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: old, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: new, .. } = s.wake(&a, Create::No, "n2").await.unwrap() else { panic!() };
     assert_eq!(commit(s, &a, old, &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
     assert_eq!(s.get(&a, "k").await.unwrap(), None);
     commit(s, &a, new, &batch(&[("k", Some(b"2"))])).await.unwrap();
@@ -102,7 +104,7 @@ pub async fn commits_are_fenced_by_epoch(s: &dyn Store) {
 
 pub async fn batches_set_delete_and_clear(s: &dyn Store) {
     let a = key("x");
-    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
     commit(s, &a, epoch, &batch(&[("", Some(b"0")), ("a", Some(b"1")), ("b", Some(b"2")), ("c", Some(b"3"))]))
         .await
         .unwrap();
@@ -122,8 +124,8 @@ pub async fn batches_set_delete_and_clear(s: &dyn Store) {
 pub async fn list_by_prefix_with_cursor_and_isolation(s: &dyn Store) {
     let a = key("x");
     let b = key("y");
-    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
-    let Wake::Owned { epoch: eb, .. } = s.wake(&b, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: eb, .. } = s.wake(&b, Create::ANY, "n1").await.unwrap() else { panic!() };
     commit(s, &a, epoch, &batch(&[("p/1", Some(b"")), ("p/2", Some(b"")), ("p/3", Some(b"")), ("q", Some(b""))]))
         .await
         .unwrap();
@@ -137,14 +139,14 @@ pub async fn list_by_prefix_with_cursor_and_isolation(s: &dyn Store) {
 
 pub async fn deletion_is_a_state_and_fences_the_old_epoch(s: &dyn Store) {
     let a = key("x");
-    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
     commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await.unwrap();
     s.delete_actor(&a, epoch).await.unwrap();
     assert_eq!(s.get(&a, "k").await.unwrap(), None);
     assert_eq!(commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
-    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+    assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Missing);
     // Brought back, it starts empty under a newer epoch.
-    let Wake::Owned { epoch: e2, created } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch: e2, created } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
     assert!(created && e2 > epoch);
     assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![]);
 }
@@ -222,7 +224,7 @@ pub async fn versions_values_and_deleting_an_app(s: &dyn Store) {
     s.set_value(other, "K", b"kept").await.unwrap();
     assert!(!s.delete_value(app, "nope").await.unwrap());
     let a = ActorKey { app, address: Address::parse("cart/x").unwrap() };
-    let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
     commit(s, &a, epoch, &batch(&[("k", Some(b"1"))])).await.unwrap();
 
     s.delete_app(app).await.unwrap();
@@ -230,7 +232,7 @@ pub async fn versions_values_and_deleting_an_app(s: &dyn Store) {
     assert!(s.values(app).await.unwrap().is_empty());
     assert!(s.versions(app).await.unwrap().is_empty());
     assert_eq!(s.get(&a, "k").await.unwrap(), None);
-    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+    assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Missing);
     // The other app keeps everything; a component stays for whoever shares it.
     assert_eq!(s.values(other).await.unwrap()["K"], b"kept");
 }
@@ -240,14 +242,14 @@ pub async fn actors_are_listed_by_class_prefix_and_cursor_with_what_they_store(s
     let other_app = s.ensure_app("acme", "chat").await.unwrap();
     let at = |class: &str, name: &str| ActorKey { app, address: Address::parse(&format!("{class}/{name}")).unwrap() };
     for (class, name) in [("cart", "ann"), ("cart", "anna"), ("cart", "bob"), ("room", "ann"), ("room", "x/y")] {
-        let Wake::Owned { epoch, .. } = s.wake(&at(class, name), true, "n1").await.unwrap() else { panic!() };
+        let Wake::Owned { epoch, .. } = s.wake(&at(class, name), Create::ANY, "n1").await.unwrap() else { panic!() };
         commit(s, &at(class, name), epoch, &batch(&[("k", Some(b"123")), ("é", Some(b""))])).await.unwrap();
     }
     let gone = at("cart", "bob");
-    let Wake::Owned { epoch, .. } = s.wake(&gone, false, "n2").await.unwrap() else { panic!() };
+    let Wake::Owned { epoch, .. } = s.wake(&gone, Create::No, "n2").await.unwrap() else { panic!() };
     s.delete_actor(&gone, epoch).await.unwrap();
     let other = ActorKey { app: other_app, address: Address::parse("cart/zed").unwrap() };
-    s.wake(&other, true, "n1").await.unwrap();
+    s.wake(&other, Create::ANY, "n1").await.unwrap();
 
     let names = |v: Vec<ActorRecord>| v.into_iter().map(|a| format!("{}/{}", a.class, a.name)).collect::<Vec<_>>();
     assert_eq!(
@@ -434,7 +436,7 @@ async fn beat(s: &dyn Store, node: &str, sent_ms: u64) {
     s.beat(node, &record(node, sent_ms), sent_ms).await.unwrap();
 }
 
-async fn take(s: &dyn Store, a: &ActorKey, create: bool, node: &str) -> Take {
+async fn take(s: &dyn Store, a: &ActorKey, create: Create, node: &str) -> Take {
     s.take(a, create, node, DEAD_BEFORE).await.unwrap()
 }
 
@@ -476,21 +478,21 @@ pub async fn heartbeats_are_written_over_listed_by_node_and_forgotten(s: &dyn St
 pub async fn take_creates_only_when_asked_and_always_bumps_the_epoch(s: &dyn Store) {
     let a = key("x");
     beat(s, "n1", NOW).await;
-    assert_eq!(take(s, &a, false, "n1").await, Take::Missing);
+    assert_eq!(take(s, &a, Create::No, "n1").await, Take::Missing);
     assert_eq!(s.owner(&a).await.unwrap(), None);
-    assert_eq!(take(s, &a, true, "n1").await, Take::Owned { epoch: Epoch(1), created: true });
+    assert_eq!(take(s, &a, Create::ANY, "n1").await, Take::Owned { epoch: Epoch(1), created: true });
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
     // Its owner taking it again gets a new epoch, and the old one is fenced.
-    assert_eq!(take(s, &a, true, "n1").await, Take::Owned { epoch: Epoch(2), created: false });
+    assert_eq!(take(s, &a, Create::ANY, "n1").await, Take::Owned { epoch: Epoch(2), created: false });
     assert_eq!(commit(s, &a, Epoch(1), &batch(&[("k", Some(b"1"))])).await, Err(StoreError::Fenced));
     commit(s, &a, Epoch(2), &batch(&[("k", Some(b"2"))])).await.unwrap();
     // A wake and a take share one epoch sequence and one owner.
-    assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(3), created: false });
-    assert_eq!(take(s, &a, false, "n1").await, Take::Owned { epoch: Epoch(4), created: false });
+    assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(3), created: false });
+    assert_eq!(take(s, &a, Create::No, "n1").await, Take::Owned { epoch: Epoch(4), created: false });
     assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"2".to_vec()));
     assert_eq!(s.actor(&a).await.unwrap().unwrap().owner, "n1");
     // The empty owner is no node's: no node takes under it.
-    assert!(matches!(s.take(&a, true, "", DEAD_BEFORE).await, Err(StoreError::Backend(_))));
+    assert!(matches!(s.take(&a, Create::ANY, "", DEAD_BEFORE).await, Err(StoreError::Backend(_))));
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
 }
 
@@ -498,9 +500,9 @@ pub async fn a_live_owner_keeps_its_actor_until_its_heartbeat_is_older_than_dead
     let a = key("x");
     beat(s, "n1", NOW).await;
     beat(s, "n2", NOW).await;
-    let e1 = won(take(s, &a, true, "n1").await);
-    assert_eq!(take(s, &a, false, "n2").await, elsewhere("n1"));
-    assert_eq!(take(s, &a, true, "n2").await, elsewhere("n1"));
+    let e1 = won(take(s, &a, Create::ANY, "n1").await);
+    assert_eq!(take(s, &a, Create::No, "n2").await, elsewhere("n1"));
+    assert_eq!(take(s, &a, Create::ANY, "n2").await, elsewhere("n1"));
     // A refused take changes nothing: the owner goes on writing.
     commit(s, &a, e1, &batch(&[("k", Some(b"n1"))])).await.unwrap();
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
@@ -508,18 +510,18 @@ pub async fn a_live_owner_keeps_its_actor_until_its_heartbeat_is_older_than_dead
     // Sent exactly at the bound: still alive, as the heartbeat's own rule says.
     beat(s, "n1", DEAD_BEFORE).await;
     assert!(heartbeat::is_live(DEAD_BEFORE, NOW, heartbeat::FAILOVER_WAIT));
-    assert_eq!(take(s, &a, false, "n2").await, elsewhere("n1"));
+    assert_eq!(take(s, &a, Create::No, "n2").await, elsewhere("n1"));
     // A millisecond older: dead, and its actor is taken.
     beat(s, "n1", DEAD_BEFORE - 1).await;
     assert!(!heartbeat::is_live(DEAD_BEFORE - 1, NOW, heartbeat::FAILOVER_WAIT));
-    let e2 = won(take(s, &a, false, "n2").await);
+    let e2 = won(take(s, &a, Create::No, "n2").await);
     assert!(e2 > e1);
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n2"));
     // The old owner, come back, is fenced, and finds the actor elsewhere.
     assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"late"))])).await, Err(StoreError::Fenced));
     assert_eq!(s.delete_actor(&a, e1).await, Err(StoreError::Fenced));
     beat(s, "n1", NOW).await;
-    assert_eq!(take(s, &a, false, "n1").await, elsewhere("n2"));
+    assert_eq!(take(s, &a, Create::No, "n1").await, elsewhere("n2"));
     commit(s, &a, e2, &batch(&[("k", Some(b"n2"))])).await.unwrap();
     assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"n2".to_vec()));
 }
@@ -529,13 +531,13 @@ pub async fn an_owner_without_a_heartbeat_is_dead(s: &dyn Store) {
     beat(s, "n2", NOW).await;
     // Woken by a node that never wrote a heartbeat (one node, or gone).
     owned(s, &a, "n1").await;
-    assert_eq!(won(take(s, &a, false, "n2").await), Epoch(2));
+    assert_eq!(won(take(s, &a, Create::No, "n2").await), Epoch(2));
     // A node forgotten for good is as dead as one that never beat.
     beat(s, "n3", NOW).await;
-    won(take(s, &b, true, "n3").await);
-    assert_eq!(take(s, &b, false, "n2").await, elsewhere("n3"));
+    won(take(s, &b, Create::ANY, "n3").await);
+    assert_eq!(take(s, &b, Create::No, "n2").await, elsewhere("n3"));
     assert_eq!(s.forget_nodes(NOW + 1).await.unwrap(), 2);
-    won(take(s, &b, false, "n2").await);
+    won(take(s, &b, Create::No, "n2").await);
     assert_eq!(s.owner(&b).await.unwrap().as_deref(), Some("n2"));
 }
 
@@ -543,8 +545,8 @@ pub async fn release_lets_any_node_take_at_once_and_spends_the_epoch(s: &dyn Sto
     let a = key("x");
     beat(s, "n1", NOW).await;
     beat(s, "n2", NOW).await;
-    let old = won(take(s, &a, true, "n1").await);
-    let e1 = won(take(s, &a, false, "n1").await);
+    let old = won(take(s, &a, Create::ANY, "n1").await);
+    let e1 = won(take(s, &a, Create::No, "n1").await);
     // A stale epoch releases nothing.
     assert!(!s.release(&a, old).await.unwrap());
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n1"));
@@ -557,12 +559,12 @@ pub async fn release_lets_any_node_take_at_once_and_spends_the_epoch(s: &dyn Sto
     assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"2"))])).await, Err(StoreError::Fenced));
     assert!(!s.release(&a, e1).await.unwrap());
     // n1 is alive, but owns it no more: n2 takes it at once, with what it stores.
-    let e2 = won(take(s, &a, false, "n2").await);
+    let e2 = won(take(s, &a, Create::No, "n2").await);
     assert!(e2 > e1);
     assert_eq!(s.get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
     assert!(!s.release(&a, e1).await.unwrap());
     assert_eq!(s.owner(&a).await.unwrap().as_deref(), Some("n2"));
-    assert_eq!(take(s, &a, false, "n1").await, elsewhere("n2"));
+    assert_eq!(take(s, &a, Create::No, "n1").await, elsewhere("n2"));
     assert_eq!(s.owned_by("n1", None, 10).await.unwrap(), vec![]);
     assert_eq!(s.owned_by("n2", None, 10).await.unwrap(), vec![a]);
 }
@@ -571,15 +573,17 @@ pub async fn a_deleted_actor_keeps_its_owner_and_comes_back_only_when_created(s:
     let a = key("x");
     beat(s, "n1", NOW).await;
     beat(s, "n2", NOW).await;
-    let e1 = won(take(s, &a, true, "n1").await);
+    let e1 = won(take(s, &a, Create::ANY, "n1").await);
     commit(s, &a, e1, &batch(&[("k", Some(b"1"))])).await.unwrap();
     s.delete_actor(&a, e1).await.unwrap();
     assert_eq!(s.owner(&a).await.unwrap(), None);
-    assert_eq!(take(s, &a, false, "n1").await, Take::Missing);
-    assert_eq!(take(s, &a, false, "n2").await, Take::Missing);
+    assert_eq!(take(s, &a, Create::No, "n1").await, Take::Missing);
+    assert_eq!(take(s, &a, Create::No, "n2").await, Take::Missing);
     // Its record keeps its owner, alive: bringing it back is that node's.
-    assert_eq!(take(s, &a, true, "n2").await, elsewhere("n1"));
-    let Take::Owned { epoch, created } = take(s, &a, true, "n1").await else { panic!("its owner brings it back") };
+    assert_eq!(take(s, &a, Create::ANY, "n2").await, elsewhere("n1"));
+    let Take::Owned { epoch, created } = take(s, &a, Create::ANY, "n1").await else {
+        panic!("its owner brings it back")
+    };
     assert!(created && epoch > e1);
     assert_eq!(s.list(&a, "", None, 10).await.unwrap(), vec![]);
     assert_eq!(commit(s, &a, e1, &batch(&[("k", Some(b"2"))])).await, Err(StoreError::Fenced));
@@ -600,13 +604,13 @@ pub async fn owned_by_pages_one_nodes_live_actors_in_key_order(s: &dyn Store) {
     ];
     beat(s, "n1", NOW).await;
     for a in &mine {
-        won(take(s, a, true, "n1").await);
+        won(take(s, a, Create::ANY, "n1").await);
     }
     // Not n1's: another node's, a deleted one, a released one.
-    won(take(s, &at(shop, "cart/b"), true, "n2").await);
-    let deleted = won(take(s, &at(shop, "cart/c"), true, "n1").await);
+    won(take(s, &at(shop, "cart/b"), Create::ANY, "n2").await);
+    let deleted = won(take(s, &at(shop, "cart/c"), Create::ANY, "n1").await);
     s.delete_actor(&at(shop, "cart/c"), deleted).await.unwrap();
-    let released = won(take(s, &at(shop, "cart/d"), true, "n1").await);
+    let released = won(take(s, &at(shop, "cart/d"), Create::ANY, "n1").await);
     assert!(s.release(&at(shop, "cart/d"), released).await.unwrap());
 
     let mut expected = mine.to_vec();
@@ -638,7 +642,7 @@ pub async fn concurrent_takes_leave_exactly_one_owner(s: &dyn Store) {
         let fresh = key(&format!("fresh{round}"));
         let orphan = key(&format!("orphan{round}"));
         let dead = owned(s, &orphan, "n0").await;
-        for (a, create) in [(&fresh, true), (&orphan, false)] {
+        for (a, create) in [(&fresh, Create::ANY), (&orphan, Create::No)] {
             let (t1, t2, t3, t4) = tokio::join!(
                 take(s, a, create, "n1"),
                 take(s, a, create, "n2"),
@@ -667,5 +671,107 @@ pub async fn concurrent_takes_leave_exactly_one_owner(s: &dyn Store) {
             }
         }
         assert_eq!(commit(s, &orphan, dead, &batch(&[("k", None)])).await, Err(StoreError::Fenced));
+    }
+}
+
+fn created(wake: &Wake) -> bool {
+    matches!(wake, Wake::Owned { created: true, .. })
+}
+
+pub async fn creations_keep_to_their_tenants_bound_and_a_deletion_frees_a_place(s: &dyn Store) {
+    let shop = s.ensure_app("acme", "shop").await.unwrap();
+    let chat = s.ensure_app("acme", "chat").await.unwrap();
+    let elsewhere = s.ensure_app("other", "shop").await.unwrap();
+    let at = |app: AppId, name: &str| ActorKey { app, address: Address::parse(&format!("c/{name}")).unwrap() };
+    let counts = async || (s.app_actors(shop).await.unwrap(), s.app_actors(chat).await.unwrap());
+    let three = Create::Within(3);
+    // Three places, shared by the tenant's apps.
+    for a in [at(shop, "a"), at(shop, "b"), at(chat, "c")] {
+        assert!(created(&s.wake(&a, three, "n1").await.unwrap()), "{a}");
+    }
+    assert_eq!(counts().await, (2, 1));
+    let d = at(chat, "d");
+    assert_eq!(s.wake(&d, three, "n1").await.unwrap(), Wake::Full);
+    assert_eq!(take(s, &d, three, "n1").await, Take::Full);
+    // Refused means nothing of it was written.
+    assert_eq!(s.actor(&d).await.unwrap(), None);
+    assert_eq!(s.wake(&d, Create::No, "n1").await.unwrap(), Wake::Missing);
+    assert_eq!(counts().await, (2, 1));
+    // An actor that exists is woken whatever the bound, a lowered one too.
+    let woken = s.wake(&at(shop, "a"), Create::Within(1), "n1").await.unwrap();
+    assert!(matches!(woken, Wake::Owned { created: false, .. }), "{woken:?}");
+    // Another tenant's places are its own.
+    assert!(created(&s.wake(&at(elsewhere, "a"), three, "n1").await.unwrap()));
+    // A deletion frees its place at once: the deleted actor's record
+    // stays (a state, not an absence) and holds none.
+    let b = at(shop, "b");
+    let Wake::Owned { epoch, .. } = s.wake(&b, Create::No, "n2").await.unwrap() else { panic!() };
+    s.delete_actor(&b, epoch).await.unwrap();
+    assert_eq!(counts().await, (1, 1));
+    assert!(created(&s.wake(&d, three, "n1").await.unwrap()));
+    // Bringing the deleted one back is a creation: refused when full,
+    // let in by a wider bound.
+    assert_eq!(s.wake(&b, three, "n1").await.unwrap(), Wake::Full);
+    assert!(created(&s.wake(&b, Create::Within(4), "n1").await.unwrap()));
+    // What no bound refuses is counted all the same.
+    assert!(created(&s.wake(&at(chat, "e"), Create::ANY, "n1").await.unwrap()));
+    assert_eq!(counts().await, (2, 3));
+    assert_eq!(s.wake(&at(shop, "f"), Create::Within(5), "n1").await.unwrap(), Wake::Full);
+    // Deleting an app frees its actors' places.
+    s.delete_app(chat).await.unwrap();
+    assert_eq!(counts().await, (2, 0));
+    assert!(created(&s.wake(&at(shop, "f"), three, "n1").await.unwrap()));
+    assert_eq!(s.wake(&at(shop, "g"), three, "n1").await.unwrap(), Wake::Full);
+    assert_eq!(s.app_actors(elsewhere).await.unwrap(), 1);
+    assert_eq!(s.app_actors(AppId(shop.0 + 1000)).await.unwrap(), 0);
+}
+
+pub async fn concurrent_creations_never_pass_the_bound(s: &dyn Store) {
+    warm(s).await;
+    let three = Create::Within(3);
+    for round in 0..ROUNDS {
+        let tenant = format!("t{round}");
+        let (x, y) = (s.ensure_app(&tenant, "x").await.unwrap(), s.ensure_app(&tenant, "y").await.unwrap());
+        let at = |app: AppId, name: &str| ActorKey { app, address: Address::parse(&format!("c/{name}")).unwrap() };
+        let live = async || s.app_actors(x).await.unwrap() + s.app_actors(y).await.unwrap();
+        // Four actors of two apps created at once (as four nodes would),
+        // for three places.
+        let keys = [at(x, "a"), at(x, "b"), at(y, "c"), at(y, "d")];
+        let (w1, w2, w3, w4) = tokio::join!(
+            s.wake(&keys[0], three, "n1"),
+            s.wake(&keys[1], three, "n2"),
+            s.wake(&keys[2], three, "n3"),
+            s.wake(&keys[3], three, "n4")
+        );
+        let wakes = [w1, w2, w3, w4].map(Result::unwrap);
+        let made: Vec<usize> = (0..4).filter(|i| created(&wakes[*i])).collect();
+        assert_eq!(made.len(), 3, "round {round}: {wakes:?}");
+        assert_eq!(wakes.iter().filter(|w| **w == Wake::Full).count(), 1, "round {round}: {wakes:?}");
+        assert_eq!(live().await, 3, "round {round}");
+        // One goes; four creations of one actor at once take its place
+        // once, and each owns it in turn.
+        let Wake::Owned { epoch, .. } = wakes[made[0]] else { unreachable!() };
+        s.delete_actor(&keys[made[0]], epoch).await.unwrap();
+        let e = at(y, "e");
+        let (w1, w2, w3, w4) = tokio::join!(
+            s.wake(&e, three, "n1"),
+            s.wake(&e, three, "n2"),
+            s.wake(&e, three, "n3"),
+            s.wake(&e, three, "n4")
+        );
+        let wakes = [w1, w2, w3, w4].map(Result::unwrap);
+        assert!(wakes.iter().all(|w| matches!(w, Wake::Owned { .. })), "round {round}: {wakes:?}");
+        assert_eq!(wakes.iter().filter(|w| created(w)).count(), 1, "round {round}: {wakes:?}");
+        assert_eq!(live().await, 3, "round {round}");
+        // Full again: four creations at once of one more are all refused.
+        let f = at(x, "f");
+        let (w1, w2, w3, w4) = tokio::join!(
+            s.wake(&f, three, "n1"),
+            s.wake(&f, three, "n2"),
+            s.wake(&f, three, "n3"),
+            s.wake(&f, three, "n4")
+        );
+        assert_eq!([w1, w2, w3, w4].map(Result::unwrap), [Wake::Full; 4], "round {round}");
+        assert_eq!(live().await, 3, "round {round}");
     }
 }

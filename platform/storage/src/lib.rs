@@ -63,6 +63,45 @@ impl StoreError {
     }
 }
 
+/// Whether a wake (or a take) creates the actor when it does not exist
+/// (never created, or deleted), and within what bound: the live actors
+/// of its tenant, across all its apps. The count is the store's, taken
+/// in the transaction that creates the actor, so that nodes sharing the
+/// store, or creations at once, never pass the bound together. A deleted
+/// actor counts no more from its deletion on (its record stays until
+/// collected, but holds no place), and bringing it back is a creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// A missing actor stays missing.
+    No,
+    /// Created if its tenant keeps fewer live actors than this.
+    Within(u64),
+}
+
+impl Create {
+    /// Created whatever its tenant keeps (`dev`; a tenant without a plan).
+    pub const ANY: Self = Self::Within(u64::MAX);
+
+    /// Whether a missing actor is to be created at all.
+    fn wanted(self) -> bool {
+        self != Self::No
+    }
+
+    /// The bound a creation is counted against, if any: a store counts
+    /// the tenant's actors only then.
+    fn bound(self) -> Option<u64> {
+        match self {
+            Self::Within(n) if n != u64::MAX => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Whether a tenant keeping `live` actors may create one more.
+    fn admits(self, live: u64) -> bool {
+        self.bound().is_none_or(|bound| live < bound)
+    }
+}
+
 /// What waking an actor found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
@@ -71,6 +110,9 @@ pub enum Wake {
     /// The actor does not exist (never created, or deleted) and was not
     /// to be created.
     Missing,
+    /// The actor does not exist, and its tenant keeps as many live actors
+    /// as the creation's bound ([`Create::Within`]): nothing was written.
+    Full,
 }
 
 /// What taking an actor ([`ClusterStore::take`]) found.
@@ -82,6 +124,8 @@ pub enum Take {
     /// The actor does not exist (never created, or deleted) and was not
     /// to be created.
     Missing,
+    /// As [`Wake::Full`].
+    Full,
     /// Another node, alive, owns it: the actor is that node's to run.
     Elsewhere { owner: String },
 }
@@ -173,9 +217,10 @@ pub struct OverBudget {
 #[async_trait]
 pub trait ActorStore: Send + Sync + 'static {
     /// Takes ownership of the actor for `node` under a new epoch, creating
-    /// it (or bringing a deleted one back) when `create`. A missing actor
-    /// that is not created answers [`Wake::Missing`].
-    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError>;
+    /// it (or bringing a deleted one back) as `create` allows. A missing
+    /// actor that is not created answers [`Wake::Missing`], or
+    /// [`Wake::Full`] when its tenant's bound refused it.
+    async fn wake(&self, actor: &ActorKey, create: Create, node: &str) -> Result<Wake, StoreError>;
 
     async fn get(&self, actor: &ActorKey, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
@@ -239,6 +284,9 @@ pub trait ActorStore: Send + Sync + 'static {
 
     /// The bytes of the keys and values all of the app's actors store.
     async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError>;
+
+    /// The app's live actors, as a creation counts them ([`Create`]).
+    async fn app_actors(&self, app: AppId) -> Result<u64, StoreError>;
 }
 
 /// An actor as the control plane lists it.
@@ -444,10 +492,11 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// if it has no owner, or `node` owns it, or its owner is dead (no
     /// heartbeat sent at or after `dead_before_ms`); else answers
     /// [`Take::Elsewhere`]. A missing or deleted actor is created (brought
-    /// back, empty) only when `create`, as [`ActorStore::wake`] does. A
-    /// take always bumps the epoch: a node that held the actor before can
-    /// never commit under its old one.
-    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError>;
+    /// back, empty) only as `create` allows, as [`ActorStore::wake`] does.
+    /// A take always bumps the epoch: a node that held the actor before
+    /// can never commit under its old one.
+    async fn take(&self, actor: &ActorKey, create: Create, node: &str, dead_before_ms: u64)
+    -> Result<Take, StoreError>;
 
     /// The live actor's recorded owner; `None` when it does not exist, was
     /// deleted or was released.
@@ -516,6 +565,7 @@ fn wake_of(take: Take) -> Wake {
     match take {
         Take::Owned { epoch, created } => Wake::Owned { epoch, created },
         Take::Missing => Wake::Missing,
+        Take::Full => Wake::Full,
         Take::Elsewhere { owner } => unreachable!("a wake took from {owner}: a wake takes from any owner"),
     }
 }

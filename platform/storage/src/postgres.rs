@@ -26,9 +26,9 @@ use tokio_postgres::{NoTls, Row};
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Held, Revoked, StorageBudget, StoreError,
-    Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, actor_key,
-    named, plan_take, stored_ms, wake_of,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Create, Epoch, Held, Revoked, StorageBudget,
+    StoreError, Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch,
+    actor_key, named, plan_take, stored_ms, wake_of,
 };
 
 /// The schema's steps, in order; `wasmkeep_schema` records those applied.
@@ -96,6 +96,12 @@ const MIGRATIONS: &[&str] = &[
     // 3: each tenant's own trace export, sealed.
     "
     ALTER TABLE tenants ADD COLUMN telemetry BYTEA;
+",
+    // 4: live actors kept per app, for the tenant's bound on them (a
+    // count over the actors on every creation would grow with them).
+    "
+    ALTER TABLE apps ADD COLUMN actors BIGINT NOT NULL DEFAULT 0;
+    UPDATE apps SET actors = (SELECT COUNT(*) FROM actors WHERE actors.app = apps.id AND actors.state = 'live');
 ",
 ];
 
@@ -286,7 +292,7 @@ async fn check_epoch(tx: &Transaction<'_>, actor: &ActorKey, epoch: Epoch) -> Re
 async fn take_in(
     tx: &Transaction<'_>,
     actor: &ActorKey,
-    create: bool,
+    create: Create,
     node: &str,
     dead_before: Option<i64>,
 ) -> Result<Take, Fail> {
@@ -309,10 +315,38 @@ async fn take_in(
         }
         _ => false,
     };
-    let (epoch, created) = match plan_take(held.as_ref(), create, owner_alive) {
+    let (epoch, created) = match plan_take(held.as_ref(), create.wanted(), owner_alive) {
         Ok(plan) => plan,
         Err(answer) => return Ok(answer),
     };
+    if created && create.bound().is_some() {
+        // Bounded creations of one tenant take turns on its row (as its
+        // growing commits do), so two of them on different nodes never
+        // both see room for one; the count, a statement after the lock,
+        // sees the last one's.
+        let stmt = tx
+            .prepare_cached("SELECT 1 FROM tenants WHERE id = (SELECT tenant FROM apps WHERE id = $1) FOR UPDATE")
+            .await?;
+        tx.query_opt(&stmt, &[&app]).await?;
+        let stmt = tx
+            .prepare_cached(
+                "SELECT COALESCE(SUM(actors), 0)::BIGINT FROM apps
+                 WHERE tenant = (SELECT tenant FROM apps WHERE id = $1)",
+            )
+            .await?;
+        let live: i64 = tx.query_one(&stmt, &[&app]).await?.get(0);
+        if !create.admits(live.max(0) as u64) {
+            // A take creating this very actor may have held the lock: then
+            // the actor exists now, and this take runs again to find it.
+            let stmt = tx
+                .prepare_cached("SELECT 1 FROM actors WHERE app = $1 AND class = $2 AND name = $3 AND state = 'live'")
+                .await?;
+            if tx.query_opt(&stmt, &[&app, &class, &name]).await?.is_some() {
+                return Err(Fail::Again);
+            }
+            return Ok(Take::Full);
+        }
+    }
     if held.is_some() {
         let stmt = tx
             .prepare_cached(
@@ -332,6 +366,10 @@ async fn take_in(
         if tx.execute(&stmt, &[&app, &class, &name, &node, &epoch]).await? == 0 {
             return Err(Fail::Again);
         }
+    }
+    if created {
+        let stmt = tx.prepare_cached("UPDATE apps SET actors = actors + 1 WHERE id = $1").await?;
+        tx.execute(&stmt, &[&app]).await?;
     }
     Ok(Take::Owned { epoch: Epoch(epoch), created })
 }
@@ -374,7 +412,7 @@ async fn growth(
 
 #[async_trait]
 impl ActorStore for PostgresStore {
-    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
+    async fn wake(&self, actor: &ActorKey, create: Create, node: &str) -> Result<Wake, StoreError> {
         transact!(self, |tx| take_in(tx, actor, create, node, None).await).map(wake_of)
     }
 
@@ -483,8 +521,10 @@ impl ActorStore for PostgresStore {
         transact!(self, |tx| {
             check_epoch(tx, actor, epoch).await?;
             tx.execute("DELETE FROM kv WHERE app = $1 AND class = $2 AND name = $3", &[&app, &class, &name]).await?;
+            // Its place among its tenant's actors is free at once.
             tx.execute(
-                "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = $1 AND class = $2 AND name = $3)
+                "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = $1 AND class = $2 AND name = $3),
+                                 actors = actors - 1
                  WHERE id = $1",
                 &[&app, &class, &name],
             )
@@ -547,6 +587,13 @@ impl ActorStore for PostgresStore {
             Ok(row.map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
         })
     }
+
+    async fn app_actors(&self, app: AppId) -> Result<u64, StoreError> {
+        run!(self, |c| {
+            let row = c.query_opt("SELECT actors FROM apps WHERE id = $1", &[&app.0]).await?;
+            Ok(row.map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
+        })
+    }
 }
 
 #[async_trait]
@@ -578,7 +625,13 @@ impl ClusterStore for PostgresStore {
         run!(self, |c| Ok(c.execute("DELETE FROM nodes WHERE sent_ms < $1", &[&before]).await?))
     }
 
-    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+    async fn take(
+        &self,
+        actor: &ActorKey,
+        create: Create,
+        node: &str,
+        dead_before_ms: u64,
+    ) -> Result<Take, StoreError> {
         named(node)?;
         let before = stored_ms(dead_before_ms);
         transact!(self, |tx| take_in(tx, actor, create, node, Some(before)).await)

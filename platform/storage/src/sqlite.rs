@@ -17,9 +17,9 @@ use wasmkeep_core::{ActorKey, AppId};
 
 use crate::group_sync::GroupSync;
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Held, Revoked, StorageBudget, StoreError,
-    Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
-    actor_key, named, plan_take, stored_ms, wake_of,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Create, Epoch, Held, Revoked, StorageBudget,
+    StoreError, Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch,
+    WriteMark, actor_key, named, plan_take, stored_ms, wake_of,
 };
 
 impl From<rusqlite::Error> for StoreError {
@@ -108,6 +108,12 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE tenants ADD COLUMN telemetry BLOB;
     ",
+    // 6: live actors kept per app, for the tenant's bound on them (a
+    // count over the actors on every creation would grow with them).
+    "
+    ALTER TABLE apps ADD COLUMN actors INTEGER NOT NULL DEFAULT 0;
+    UPDATE apps SET actors = (SELECT COUNT(*) FROM actors WHERE actors.app = apps.id AND actors.state = 'live');
+    ",
 ];
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -192,7 +198,7 @@ impl SqliteStore {
     async fn take_with(
         &self,
         actor: &ActorKey,
-        create: bool,
+        create: Create,
         node: &str,
         dead_before: Option<i64>,
     ) -> Result<Take, StoreError> {
@@ -240,7 +246,7 @@ fn check_epoch(tx: &rusqlite::Transaction<'_>, actor: &ActorKey, epoch: Epoch) -
 fn take_in(
     tx: &rusqlite::Transaction<'_>,
     actor: &ActorKey,
-    create: bool,
+    create: Create,
     node: &str,
     dead_before: Option<i64>,
 ) -> Result<Take, StoreError> {
@@ -259,16 +265,33 @@ fn take_in(
             .is_some_and(|sent| sent >= before),
         _ => false,
     };
-    let (epoch, created) = match plan_take(held.as_ref(), create, owner_alive) {
+    let (epoch, created) = match plan_take(held.as_ref(), create.wanted(), owner_alive) {
         Ok(plan) => plan,
         Err(answer) => return Ok(answer),
     };
+    if created && create.bound().is_some() && !create.admits(tenant_actors(tx, app)?) {
+        return Ok(Take::Full);
+    }
     tx.prepare_cached(
         "INSERT INTO actors (app, class, name, state, owner, epoch) VALUES (?1, ?2, ?3, 'live', ?4, ?5)
          ON CONFLICT (app, class, name) DO UPDATE SET state = 'live', owner = ?4, epoch = ?5",
     )?
     .execute(params![app, class, name, node, epoch])?;
+    if created {
+        tx.prepare_cached("UPDATE apps SET actors = actors + 1 WHERE id = ?1")?.execute(params![app])?;
+    }
     Ok(Take::Owned { epoch: Epoch(epoch), created })
+}
+
+/// The live actors of the tenant of `app`, in all its apps: a sum over
+/// its apps' counts (a few rows, by the `(tenant, name)` index).
+fn tenant_actors(conn: &Connection, app: i64) -> Result<u64, StoreError> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(actors), 0) FROM apps WHERE tenant = (SELECT tenant FROM apps WHERE id = ?1)",
+        )?
+        .query_row(params![app], |r| r.get(0))?;
+    Ok(n.max(0) as u64)
 }
 
 /// What the actor and its tenant store before `batch`, and how many bytes
@@ -304,7 +327,7 @@ fn growth(conn: &Connection, actor: &ActorKey, batch: &WriteBatch) -> Result<(St
 
 #[async_trait]
 impl ActorStore for SqliteStore {
-    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
+    async fn wake(&self, actor: &ActorKey, create: Create, node: &str) -> Result<Wake, StoreError> {
         self.take_with(actor, create, node, None).await.map(wake_of)
     }
 
@@ -413,8 +436,10 @@ impl ActorStore for SqliteStore {
             check_epoch(&tx, actor, epoch)?;
             tx.prepare_cached("DELETE FROM kv WHERE app = ?1 AND class = ?2 AND name = ?3")?
                 .execute(params![app, class, name])?;
+            // Its place among its tenant's actors is free at once.
             tx.prepare_cached(
-                "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3)
+                "UPDATE apps SET bytes = bytes - (SELECT bytes FROM actors WHERE app = ?1 AND class = ?2 AND name = ?3),
+                                 actors = actors - 1
                  WHERE id = ?1",
             )?
             .execute(params![app, class, name])?;
@@ -462,6 +487,12 @@ impl ActorStore for SqliteStore {
         let bytes: Option<i64> =
             self.conn().query_row("SELECT bytes FROM apps WHERE id = ?1", params![app.0], |r| r.get(0)).optional()?;
         Ok(bytes.unwrap_or(0).max(0) as u64)
+    }
+
+    async fn app_actors(&self, app: AppId) -> Result<u64, StoreError> {
+        let actors: Option<i64> =
+            self.conn().query_row("SELECT actors FROM apps WHERE id = ?1", params![app.0], |r| r.get(0)).optional()?;
+        Ok(actors.unwrap_or(0).max(0) as u64)
     }
 
     async fn actor(&self, actor: &ActorKey) -> Result<Option<ActorRecord>, StoreError> {
@@ -741,7 +772,13 @@ impl ClusterStore for SqliteStore {
         Ok(n as u64)
     }
 
-    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+    async fn take(
+        &self,
+        actor: &ActorKey,
+        create: Create,
+        node: &str,
+        dead_before_ms: u64,
+    ) -> Result<Take, StoreError> {
         named(node)?;
         self.take_with(actor, create, node, Some(stored_ms(dead_before_ms))).await
     }
@@ -1032,7 +1069,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = SqliteStore::open_with(&dir.path().join("p.db"), Durability::Process).unwrap();
         let a = key("x");
-        let Wake::Owned { epoch, .. } = block(s.wake(&a, true, "n1")).unwrap() else { panic!() };
+        let Wake::Owned { epoch, .. } = block(s.wake(&a, Create::ANY, "n1")).unwrap() else { panic!() };
         commit(&s, &a, epoch, &batch(&[("k", Some(b"1"))])).unwrap();
         assert_eq!(s.mark(), WriteMark(0));
         block(s.durable(WriteMark(0))).unwrap();
@@ -1048,7 +1085,7 @@ mod tests {
         let s = SqliteStore::open_with(&path, Durability::PowerLoss).unwrap();
         let a = key("x");
         // A wake is durable when it returns (it writes the epoch).
-        let Wake::Owned { epoch, .. } = s.wake(&a, true, "n1").await.unwrap() else { panic!() };
+        let Wake::Owned { epoch, .. } = s.wake(&a, Create::ANY, "n1").await.unwrap() else { panic!() };
         let before = s.mark();
         for i in 0..200u32 {
             s.commit(&a, epoch, &batch(&[("k", Some(&i.to_be_bytes()))]), StorageBudget::UNBOUNDED).await.unwrap();
@@ -1090,6 +1127,8 @@ mod tests {
         assert_eq!(block(s.actor(&c("a"))).unwrap().unwrap().bytes, 3 + 2);
         assert_eq!(block(s.stored(&c("b"), &WriteBatch::default())).unwrap(), (Stored { actor: 3, tenant: 8 }, 0));
         assert_eq!(block(s.app_bytes(AppId(1))).unwrap(), 8);
+        // And its live actors, once.
+        assert_eq!(block(s.app_actors(AppId(1))).unwrap(), 2);
         drop(s);
         // Opening again applies nothing twice.
         SqliteStore::open(&path).unwrap();

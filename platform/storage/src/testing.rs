@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use wasmkeep_core::{ActorKey, AppId};
 
 use crate::{
-    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Epoch, Revoked, StorageBudget, StoreError, Stored,
-    StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
+    ActorRecord, ActorStore, AppRecord, AppStore, ClusterStore, Create, Epoch, Revoked, StorageBudget, StoreError,
+    Stored, StoredVersion, Take, TenantRecord, TenantStore, TokenRecord, UsageCounts, Wake, WriteBatch, WriteMark,
 };
 
 /// One method of [`ActorStore`] or [`AppStore`] ([`TenantStore`]'s and
@@ -196,7 +196,7 @@ impl<S: ?Sized> FaultyStore<S> {
 
 #[async_trait]
 impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
-    async fn wake(&self, actor: &ActorKey, create: bool, node: &str) -> Result<Wake, StoreError> {
+    async fn wake(&self, actor: &ActorKey, create: Create, node: &str) -> Result<Wake, StoreError> {
         self.enter(Op::Wake).await?;
         self.inner.wake(actor, create, node).await
     }
@@ -266,6 +266,10 @@ impl<S: ?Sized + ActorStore> ActorStore for FaultyStore<S> {
 
     async fn app_bytes(&self, app: AppId) -> Result<u64, StoreError> {
         self.inner.app_bytes(app).await
+    }
+
+    async fn app_actors(&self, app: AppId) -> Result<u64, StoreError> {
+        self.inner.app_actors(app).await
     }
 }
 
@@ -430,7 +434,13 @@ impl<S: ?Sized + ClusterStore> ClusterStore for FaultyStore<S> {
         self.inner.forget_nodes(before_ms).await
     }
 
-    async fn take(&self, actor: &ActorKey, create: bool, node: &str, dead_before_ms: u64) -> Result<Take, StoreError> {
+    async fn take(
+        &self,
+        actor: &ActorKey,
+        create: Create,
+        node: &str,
+        dead_before_ms: u64,
+    ) -> Result<Take, StoreError> {
         self.inner.take(actor, create, node, dead_before_ms).await
     }
 
@@ -470,7 +480,7 @@ mod tests {
     }
 
     async fn owned(s: &impl ActorStore, a: &ActorKey) -> Epoch {
-        let Wake::Owned { epoch, .. } = s.wake(a, true, "n1").await.unwrap() else { panic!("not owned") };
+        let Wake::Owned { epoch, .. } = s.wake(a, Create::ANY, "n1").await.unwrap() else { panic!("not owned") };
         epoch
     }
 
@@ -490,7 +500,7 @@ mod tests {
         // The inner store saw the commit itself, not a copy.
         assert_eq!(s.inner().get(&a, "k").await.unwrap(), Some(b"1".to_vec()));
         s.delete_actor(&a, epoch).await.unwrap();
-        assert_eq!(s.wake(&a, false, "n1").await.unwrap(), Wake::Missing);
+        assert_eq!(s.wake(&a, Create::No, "n1").await.unwrap(), Wake::Missing);
 
         let app = s.ensure_app("dev", "counter").await.unwrap();
         s.put_component("h1", b"wasm").await.unwrap();
@@ -540,10 +550,10 @@ mod tests {
         let a = key("x");
         f.fail_always(Op::Wake, disk_full());
         for _ in 0..5 {
-            assert_eq!(s.wake(&a, true, "n1").await, Err(disk_full()));
+            assert_eq!(s.wake(&a, Create::ANY, "n1").await, Err(disk_full()));
         }
         f.clear(Op::Wake);
-        assert_eq!(s.wake(&a, true, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
+        assert_eq!(s.wake(&a, Create::ANY, "n1").await.unwrap(), Wake::Owned { epoch: Epoch(1), created: true });
         assert_eq!(f.calls(Op::Wake), 6);
     }
 
@@ -575,7 +585,7 @@ mod tests {
         f.fail_next(Op::Wake, 1, disk_full());
         let start = Instant::now();
         // A failing call waits too: a slow store that then gives up.
-        assert_eq!(s.wake(&a, true, "n1").await, Err(disk_full()));
+        assert_eq!(s.wake(&a, Create::ANY, "n1").await, Err(disk_full()));
         assert_eq!(start.elapsed(), Duration::from_secs(5));
         owned(&s, &a).await;
         assert_eq!(start.elapsed(), Duration::from_secs(10));

@@ -5,9 +5,10 @@
 //! OTLP logs).
 //!
 //! Metrics are `prometheus-client` families, encoded in the Prometheus
-//! text format. Their labels are closed sets of values or the node's own
-//! tenants, apps and classes, never a name a client chooses, so a client
-//! can never grow the exposition. Gauges that describe the node's state
+//! text format. Their labels are closed sets of values (the enums of
+//! `wasmkeep_core::metric_labels`, so a value outside its family does not
+//! compile) or the node's own tenants, apps and classes, never a name a
+//! client chooses, so a client can never grow the exposition. Gauges that describe the node's state
 //! now (queue depths, resident actors) are read at scrape time from a
 //! [`Source`].
 
@@ -21,10 +22,7 @@ pub mod tenant_export;
 pub mod traces;
 
 pub use exposition::{CONTENT_TYPE, Exposition, Labels};
-pub use metrics::{
-    AppMetrics, CounterFamily, EVENT_ERRORS, FORWARD_KINDS, FRONT_CALL_OUTCOMES, FRONT_REQUEST_OUTCOMES, Metrics,
-    QUOTAS, REFUSAL_REASONS, REROUTE_KINDS, SecondsFamily, TenantCounters,
-};
+pub use metrics::{AppMetrics, CounterFamily, Metrics, SecondsFamily, TenantCounters};
 pub use server::{Readiness, always_ready, serve};
 
 /// Something that writes metrics at scrape time.

@@ -2,15 +2,20 @@
 //! becomes a record with whose it is (tenant, app, and the actor's class
 //! and name, none for a front) and the trace it was written in. The node
 //! writes each record to its own output (target `wasmkeep::guest`, JSON
-//! under `log_format = "json"`), keeps the last few, and hands them to
-//! whoever tails them (the provisioning API's `/v1/apps/{app}/logs`).
+//! under `log_format = "json"`), keeps each tenant's last few, and hands
+//! them to whoever tails them (the provisioning API's
+//! `/v1/apps/{app}/logs`).
 //!
 //! A guest is not trusted to be quiet: its lines are cut at
 //! [`LINE_BYTES_MAX`], and each actor (each app, all its guests together)
 //! has so many lines a second; the rest are dropped, counted per tenant,
-//! and the guest's next record says how many of its lines went.
+//! and the guest's next record says how many of its lines went. Nor is a
+//! tenant: each has its own ring of kept records and its own channel of
+//! live ones, so its lines never push out, nor make a tail miss, another
+//! tenant's; the rings together have a budget of bytes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,10 +29,15 @@ use crate::{Exposition, Source};
 pub const TARGET: &str = "wasmkeep::guest";
 /// A line longer than this is cut (its record says so).
 pub const LINE_BYTES_MAX: usize = 16 * 1024;
-/// Records kept for a tail that starts (the node's last, of every app).
-pub const RECENT_RECORDS: usize = 1000;
-/// Records a live tail may fall behind by before it misses some (and is
-/// told how many).
+/// Records kept for a tail that starts: each tenant's last, of all its
+/// apps.
+pub const TENANT_RECORDS: usize = 1000;
+/// Bytes that every tenant's kept records may hold together (about 2,000
+/// records of 16 KiB lines, or 100,000 short ones): with open sign-up,
+/// the tenants' rings need a budget of their own.
+pub const KEPT_BYTES: usize = 32 << 20;
+/// Records a live tail may fall behind its tenant's guests by before it
+/// misses some (and is told how many).
 pub const TAIL_BACKLOG: usize = 4096;
 /// Guests the rate limiter remembers before it forgets the idle ones.
 const GUESTS_REMEMBERED: usize = 10_000;
@@ -180,13 +190,156 @@ impl Limiter {
     }
 }
 
-/// The node's guest logs: the limiter, the last records, the live tails
-/// and the count of dropped lines.
+/// How much [`Kept`] holds: records per tenant, and bytes for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KeptBounds {
+    tenant_records: usize,
+    bytes: usize,
+}
+
+impl Default for KeptBounds {
+    fn default() -> Self {
+        Self { tenant_records: TENANT_RECORDS, bytes: KEPT_BYTES }
+    }
+}
+
+/// What a tenant's ring costs beyond its records: its entries in the map
+/// and the index, and a small deque's slots.
+const RING_BYTES: usize = 1024;
+
+/// What a record costs against the budget: the record, its slots in a
+/// ring (one that shrank keeps up to four a record), and its text (the
+/// names are shared with the guest while it runs, the record's own after).
+fn record_bytes(r: &LogRecord) -> usize {
+    let names: usize =
+        [Some(&r.tenant), Some(&r.app), r.class.as_ref(), r.name.as_ref()].into_iter().flatten().map(|n| n.len()).sum();
+    let ids: usize = [&r.trace_id, &r.span_id].into_iter().flatten().map(String::len).sum();
+    std::mem::size_of::<LogRecord>()
+        + 2 * std::mem::size_of::<usize>()
+        + 4 * std::mem::size_of::<Slot>()
+        + r.line.len()
+        + names
+        + ids
+}
+
+/// A kept record and its place in the order they were kept.
+type Slot = (u64, Arc<LogRecord>);
+
+/// One tenant's kept records, oldest first, and what they cost.
+struct Ring {
+    records: VecDeque<Slot>,
+    bytes: usize,
+}
+
+impl Ring {
+    /// Where the ring stands among the others for the budget: by what it
+    /// holds, then (among equals) by its oldest record, the oldest last.
+    fn rank(&self, tenant: &Arc<str>) -> Rank {
+        let oldest = self.records.front().map_or(0, |(seq, _)| *seq);
+        (self.bytes, std::cmp::Reverse(oldest), tenant.clone())
+    }
+
+    fn pop(&mut self) {
+        if let Some((_, oldest)) = self.records.pop_front() {
+            self.bytes -= record_bytes(&oldest);
+        }
+        // A ring that shrank far gives its slots back, so that a tenant
+        // left with few records does not hold a full ring's worth.
+        if self.records.capacity() > 64 && self.records.len() < self.records.capacity() / 4 {
+            self.records.shrink_to(self.records.len() * 2);
+        }
+    }
+}
+
+type Rank = (usize, std::cmp::Reverse<u64>, Arc<str>);
+
+/// The kept records, a ring per tenant: one tenant's lines push out only
+/// its own records, at most [`KeptBounds::tenant_records`]. Over the
+/// budget of bytes for all, the oldest record of the tenant holding the
+/// most goes: that tenant holds more than the budget's fair share (the
+/// budget over the tenants holding records), so a quiet tenant below its
+/// share never loses a record to another's. A ring left empty goes, and
+/// every ring costs something, so the budget bounds the rings too. Pure:
+/// the lock is the caller's.
+struct Kept {
+    bounds: KeptBounds,
+    rings: HashMap<Arc<str>, Ring>,
+    /// Every ring's rank: the last is the one the budget takes from.
+    ranks: BTreeSet<Rank>,
+    bytes: usize,
+    kept: u64,
+}
+
+impl Kept {
+    fn new(bounds: KeptBounds) -> Self {
+        Self { bounds, rings: HashMap::new(), ranks: BTreeSet::new(), bytes: 0, kept: 0 }
+    }
+
+    /// Keeps `record` in its tenant's ring.
+    fn push(&mut self, record: Arc<LogRecord>) {
+        let tenant = record.tenant.clone();
+        let (most, seq) = (self.bounds.tenant_records, self.kept);
+        self.kept += 1;
+        self.change(&tenant, |ring| {
+            if ring.records.len() >= most {
+                ring.pop();
+            }
+            ring.bytes += record_bytes(&record);
+            ring.records.push_back((seq, record));
+        });
+        while self.bytes > self.bounds.bytes {
+            let Some((_, _, largest)) = self.ranks.last().cloned() else { break };
+            self.change(&largest, Ring::pop);
+        }
+    }
+
+    /// Changes `tenant`'s ring (made when it has none) with `change`,
+    /// keeping the total and the ranks; drops the ring when it is left
+    /// empty.
+    fn change(&mut self, tenant: &Arc<str>, change: impl FnOnce(&mut Ring)) {
+        let ring = match self.rings.entry(tenant.clone()) {
+            Entry::Occupied(ring) => {
+                let ring = ring.into_mut();
+                self.ranks.remove(&ring.rank(tenant));
+                self.bytes -= ring.bytes;
+                ring
+            }
+            Entry::Vacant(ring) => ring.insert(Ring { records: VecDeque::new(), bytes: RING_BYTES }),
+        };
+        change(ring);
+        if ring.records.is_empty() {
+            self.rings.remove(tenant);
+            return;
+        }
+        self.bytes += ring.bytes;
+        self.ranks.insert(ring.rank(tenant));
+    }
+
+    /// `tenant`'s kept records, oldest first.
+    fn records(&self, tenant: &str) -> impl Iterator<Item = &Arc<LogRecord>> {
+        self.rings.get(tenant).into_iter().flat_map(|ring| ring.records.iter().map(|(_, r)| r))
+    }
+
+    #[cfg(test)]
+    fn ring_bytes(&self, tenant: &str) -> usize {
+        self.rings.get(tenant).map_or(0, |ring| ring.bytes)
+    }
+}
+
+/// The kept records and the live channels, under one lock: a tail that
+/// starts gets each record once, kept or live.
+struct Rings {
+    kept: Kept,
+    /// The live channel of each tenant being tailed now.
+    live: HashMap<Arc<str>, broadcast::Sender<Arc<LogRecord>>>,
+}
+
+/// The node's guest logs: the limiter, each tenant's last records and
+/// live tails, and the count of dropped lines.
 pub struct GuestLogs {
     rates: LogRates,
     limiter: Mutex<Limiter>,
-    recent: Mutex<VecDeque<Arc<LogRecord>>>,
-    tails: broadcast::Sender<Arc<LogRecord>>,
+    rings: Mutex<Rings>,
     dropped: Mutex<std::collections::BTreeMap<Arc<str>, u64>>,
 }
 
@@ -195,8 +348,7 @@ impl GuestLogs {
         Self {
             rates,
             limiter: Mutex::default(),
-            recent: Mutex::new(VecDeque::with_capacity(RECENT_RECORDS)),
-            tails: broadcast::channel(TAIL_BACKLOG).0,
+            rings: Mutex::new(Rings { kept: Kept::new(KeptBounds::default()), live: HashMap::new() }),
             dropped: Mutex::default(),
         }
     }
@@ -232,27 +384,36 @@ impl GuestLogs {
             span_id,
         });
         emit(&record);
-        // Kept and sent under one lock: a tail that starts gets each record
-        // once, kept or live.
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() == RECENT_RECORDS {
-            recent.pop_front();
+        let mut rings = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        rings.kept.push(record.clone());
+        // A channel whose last tail left goes.
+        if let Some(live) = rings.live.get(&who.tenant)
+            && live.send(record).is_err()
+        {
+            rings.live.remove(&who.tenant);
         }
-        recent.push_back(record.clone());
-        // No tail listening is no error.
-        let _ = self.tails.send(record);
     }
 
-    /// The kept records `filter` wants, oldest first.
+    /// The kept records `filter` wants (of its tenant's ring), oldest first.
     pub fn recent(&self, filter: &LogFilter) -> Vec<Arc<LogRecord>> {
-        self.recent.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|r| filter.matches(r)).cloned().collect()
+        let rings = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        rings.kept.records(&filter.tenant).filter(|r| filter.matches(r)).cloned().collect()
     }
 
-    /// The kept records `filter` wants, and every record after them (a
-    /// tail filters its own).
+    /// The kept records `filter` wants, and every record of its tenant's
+    /// after them (a tail filters its own).
     pub fn recent_and_follow(&self, filter: &LogFilter) -> (Vec<Arc<LogRecord>>, broadcast::Receiver<Arc<LogRecord>>) {
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        (recent.iter().filter(|r| filter.matches(r)).cloned().collect(), self.tails.subscribe())
+        let mut rings = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = rings.kept.records(&filter.tenant).filter(|r| filter.matches(r)).cloned().collect();
+        // The channels of tenants whose tails all left go (a quiet
+        // tenant's would otherwise wait for its next line).
+        rings.live.retain(|_, live| live.receiver_count() > 0);
+        let live = rings
+            .live
+            .entry(Arc::from(filter.tenant.as_str()))
+            .or_insert_with(|| broadcast::channel(TAIL_BACKLOG).0)
+            .subscribe();
+        (kept, live)
     }
 
     /// Lines of `tenant`'s guests dropped by the rate limit.
@@ -482,6 +643,130 @@ mod tests {
         let first = &logs.recent(&base)[0];
         assert_eq!(first.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
         assert_eq!(first.span_id.as_deref(), Some("00f067aa0ba902b7"));
+    }
+
+    fn tenant(t: &str) -> GuestWho {
+        GuestWho { tenant: t.into(), ..who("room", "r1") }
+    }
+
+    fn lines_of(logs: &GuestLogs, tenant: &str) -> Vec<String> {
+        let filter = LogFilter { tenant: tenant.into(), app: "a".into(), ..Default::default() };
+        logs.recent(&filter).iter().map(|r| r.line.clone()).collect()
+    }
+
+    const LOUD: LogRates = LogRates { per_actor: 100_000, per_app: 100_000 };
+
+    #[test]
+    fn a_tenants_flood_of_lines_leaves_another_tenants_kept_records() {
+        let logs = GuestLogs::new(LOUD);
+        let now = Instant::now();
+        for i in 0..3 {
+            logs.line_at(&tenant("quiet"), Stream::Stdout, format!("mine {i}").as_bytes(), None, now);
+        }
+        for i in 0..1500 {
+            logs.line_at(&tenant("loud"), Stream::Stdout, format!("flood {i}").as_bytes(), None, now);
+        }
+        assert_eq!(lines_of(&logs, "quiet"), ["mine 0", "mine 1", "mine 2"]);
+        // The loud tenant's ring holds its last TENANT_RECORDS.
+        let loud = lines_of(&logs, "loud");
+        assert_eq!(loud.len(), TENANT_RECORDS);
+        assert_eq!((loud[0].as_str(), loud[TENANT_RECORDS - 1].as_str()), ("flood 500", "flood 1499"));
+    }
+
+    fn record(tenant: &str, line: String) -> Arc<LogRecord> {
+        Arc::new(LogRecord {
+            time_ms: 0,
+            tenant: tenant.into(),
+            app: "a".into(),
+            class: None,
+            name: None,
+            stream: Stream::Stdout,
+            line,
+            truncated: false,
+            dropped_before: 0,
+            trace_id: None,
+            span_id: None,
+        })
+    }
+
+    #[test]
+    fn a_tenants_ring_is_bounded_and_the_budget_takes_from_the_tenant_holding_the_most() {
+        const BUDGET: usize = 256 * 1024;
+        let mut kept = Kept::new(KeptBounds { tenant_records: 100, bytes: BUDGET });
+        for i in 0..5 {
+            kept.push(record("quiet", format!("mine {i}")));
+        }
+        let quiet = kept.ring_bytes("quiet");
+        // Eight loud tenants in turn, each line a few hundred bytes: far
+        // more than the budget together.
+        let loud: Vec<String> = (0..8).map(|i| format!("loud{i}")).collect();
+        for i in 0..2000 {
+            for t in &loud {
+                kept.push(record(t, format!("{i} {}", "x".repeat(200))));
+                assert!(kept.bytes <= BUDGET, "{} over {BUDGET}", kept.bytes);
+            }
+        }
+        // Below its fair share, the quiet tenant lost nothing.
+        assert!(quiet < BUDGET / 9, "{quiet}");
+        let mine: Vec<&str> = kept.records("quiet").map(|r| r.line.as_str()).collect();
+        assert_eq!(mine, ["mine 0", "mine 1", "mine 2", "mine 3", "mine 4"]);
+        // The loud ones share the rest evenly (within a record), each its
+        // last lines, and none holds more than its bound.
+        let sizes: Vec<usize> = loud.iter().map(|t| kept.ring_bytes(t)).collect();
+        let one = record_bytes(&record("loud0", format!("1999 {}", "x".repeat(200))));
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= one, "{sizes:?}");
+        for t in &loud {
+            let lines: Vec<&LogRecord> = kept.records(t).map(|r| &**r).collect();
+            assert!(!lines.is_empty() && lines.len() <= 100, "{}", lines.len());
+            assert!(lines.last().unwrap().line.starts_with("1999 "));
+        }
+        // Alone, a tenant keeps its bound of records, no more.
+        let mut alone = Kept::new(KeptBounds { tenant_records: 100, bytes: BUDGET });
+        for i in 0..150 {
+            alone.push(record("t", format!("{i}")));
+        }
+        assert_eq!(alone.records("t").count(), 100);
+        assert_eq!(alone.records("t").next().unwrap().line, "50");
+    }
+
+    #[test]
+    fn many_tenants_hold_the_budget_and_their_rings_go_when_emptied() {
+        const BUDGET: usize = 64 * 1024;
+        let mut kept = Kept::new(KeptBounds { tenant_records: 100, bytes: BUDGET });
+        // Open sign-up: ten thousand tenants, a line each.
+        for t in 0..10_000 {
+            kept.push(record(&format!("t{t:04}"), "hello".into()));
+            assert!(kept.bytes <= BUDGET);
+        }
+        let cost = RING_BYTES + record_bytes(&record("t0000", "hello".into()));
+        assert!(kept.rings.len() <= BUDGET / cost, "{} rings", kept.rings.len());
+        assert_eq!(kept.rings.len(), kept.ranks.len());
+        let counted: usize = kept.rings.values().map(|ring| ring.bytes).sum();
+        assert_eq!(counted, kept.bytes, "the total is the rings'");
+        // Among tenants holding as much, the oldest line went: the
+        // newest tenants' lines are the ones kept.
+        assert_eq!(kept.records("t9999").count(), 1);
+        assert_eq!(kept.records("t0000").count(), 0);
+    }
+
+    #[test]
+    fn a_live_tail_has_its_tenants_records_only_and_misses_none_for_another_tenants() {
+        let logs = GuestLogs::new(LOUD);
+        let now = Instant::now();
+        let quiet = LogFilter { tenant: "quiet".into(), app: "a".into(), ..Default::default() };
+        let (_, mut live) = logs.recent_and_follow(&quiet);
+        // More of another tenant's lines than a tail's backlog, unread.
+        for i in 0..TAIL_BACKLOG + 100 {
+            logs.line_at(&tenant("loud"), Stream::Stdout, format!("flood {i}").as_bytes(), None, now);
+        }
+        logs.line_at(&tenant("quiet"), Stream::Stdout, b"mine", None, now);
+        assert_eq!(live.try_recv().unwrap().line, "mine");
+        assert!(live.try_recv().is_err());
+        // The channel of a tenant whose tail left goes.
+        drop(live);
+        let (_, _loud) = logs.recent_and_follow(&LogFilter { tenant: "loud".into(), ..quiet.clone() });
+        let rings = logs.rings.lock().unwrap();
+        assert_eq!(rings.live.keys().map(|t| &**t).collect::<Vec<_>>(), ["loud"]);
     }
 
     #[test]

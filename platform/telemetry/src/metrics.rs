@@ -7,43 +7,45 @@
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
+use wasmkeep_core::metric_labels::{
+    EventOutcome, FrontCallOutcome, FrontRequestOutcome, HopKind, Label, Quota, RefusalReason,
+};
 
 use crate::exposition::{Exposition, Labels};
 use crate::{Source, exposition};
 
-/// A counter family with one label and a closed set of values, each
-/// present from the start.
-pub struct CounterFamily {
+/// A counter family with one label whose values are the closed set `L`,
+/// each present from the start.
+pub struct CounterFamily<L: Label> {
     name: &'static str,
     help: &'static str,
-    label: &'static str,
-    values: &'static [&'static str],
     family: Family<[(&'static str, &'static str); 1], Counter>,
+    /// The counters by value, in `L::ALL`'s order: an increment looks
+    /// nothing up by label.
+    counters: Vec<(L, Counter)>,
 }
 
-impl CounterFamily {
-    pub fn new(name: &'static str, help: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
-        let family = Family::default();
-        for value in values {
-            let _ = family.get_or_create(&[(label, *value)]);
-        }
-        Self { name, help, label, values, family }
+impl<L: Label> CounterFamily<L> {
+    pub fn new(name: &'static str, help: &'static str, label: &'static str) -> Self {
+        let family: Family<_, Counter> = Family::default();
+        let counters =
+            L::ALL.iter().map(|value| (*value, family.get_or_create(&[(label, value.as_str())]).clone())).collect();
+        Self { name, help, family, counters }
     }
 
-    /// Adds one to the counter labelled `value`, which must be one of the
-    /// family's values.
-    pub fn inc(&self, value: &str) {
-        match self.values.iter().find(|v| **v == value) {
-            Some(v) => {
-                self.family.get_or_create(&[(self.label, *v)]).inc();
-            }
-            None => debug_assert!(false, "{} has no {}={value}", self.name, self.label),
-        }
+    fn counter(&self, value: L) -> &Counter {
+        // `new` made one for each of `L::ALL`, which lists every value.
+        &self.counters.iter().find(|(v, _)| *v == value).expect("every value of the set has its counter").1
+    }
+
+    /// Adds one to the counter labelled `value`.
+    pub fn inc(&self, value: L) {
+        self.counter(value).inc();
     }
 
     /// The count labelled `value` now.
-    pub fn get(&self, value: &str) -> u64 {
-        self.values.iter().find(|v| **v == value).map_or(0, |v| self.family.get_or_create(&[(self.label, *v)]).get())
+    pub fn get(&self, value: L) -> u64 {
+        self.counter(value).get()
     }
 
     fn register(&self, out: &mut Exposition) {
@@ -51,88 +53,39 @@ impl CounterFamily {
     }
 }
 
-/// A counter family per tenant and reason: the tenants are the node's
-/// accounts (made by sign-up, bounded by the operator), the reasons a
-/// closed set.
-pub struct TenantCounters {
+/// A counter family per tenant and value of the closed set `L`: the
+/// tenants are the node's accounts (made by sign-up, bounded by the
+/// operator).
+pub struct TenantCounters<L: Label> {
     name: &'static str,
     help: &'static str,
     label: &'static str,
-    values: &'static [&'static str],
     family: Family<Labels, Counter>,
+    _values: std::marker::PhantomData<L>,
 }
 
-impl TenantCounters {
-    pub fn new(name: &'static str, help: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
-        Self { name, help, label, values, family: Family::default() }
+impl<L: Label> TenantCounters<L> {
+    pub fn new(name: &'static str, help: &'static str, label: &'static str) -> Self {
+        Self { name, help, label, family: Family::default(), _values: std::marker::PhantomData }
     }
 
-    fn labels(&self, tenant: &str, value: &str) -> Option<Labels> {
-        let value = self.values.iter().find(|v| **v == value)?;
-        Some(vec![("tenant", tenant.to_owned()), (self.label, (*value).to_owned())])
+    fn labels(&self, tenant: &str, value: L) -> Labels {
+        vec![("tenant", tenant.to_owned()), (self.label, value.as_str().to_owned())]
     }
 
-    /// Adds one to `tenant`'s counter labelled `value`, one of the family's.
-    pub fn inc(&self, tenant: &str, value: &str) {
-        match self.labels(tenant, value) {
-            Some(labels) => {
-                self.family.get_or_create(&labels).inc();
-            }
-            None => debug_assert!(false, "{} has no {}={value}", self.name, self.label),
-        }
+    /// Adds one to `tenant`'s counter labelled `value`.
+    pub fn inc(&self, tenant: &str, value: L) {
+        self.family.get_or_create(&self.labels(tenant, value)).inc();
     }
 
-    pub fn get(&self, tenant: &str, value: &str) -> u64 {
-        self.labels(tenant, value).map_or(0, |labels| self.family.get_or_create(&labels).get())
+    pub fn get(&self, tenant: &str, value: L) -> u64 {
+        self.family.get_or_create(&self.labels(tenant, value)).get()
     }
 
     fn register(&self, out: &mut Exposition) {
         out.register(self.name, self.help, self.family.clone());
     }
 }
-
-/// The quotas of a plan, as `wasmkeep_quota_refusals_total` names them
-/// (`core::quota::Quota::label`).
-pub const QUOTAS: &[&str] = &[
-    "requests_per_second",
-    "events_per_second_per_actor",
-    "actor_creations_per_second",
-    "resident_actors",
-    "sockets",
-    "egress_requests_per_second",
-    "storage_bytes_per_actor",
-    "storage_bytes",
-];
-
-/// The outcomes of a front request.
-pub const FRONT_REQUEST_OUTCOMES: &[&str] = &["ok", "guest_error", "busy", "timeout", "handoff", "no_front"];
-/// The outcomes of a front's call (each entry of a batch is one).
-pub const FRONT_CALL_OUTCOMES: &[&str] =
-    &["ok", "invalid_address", "too_large", "timeout", "reentrant", "busy", "failed"];
-/// Why admission refused an event (`deadline`: the caller had stopped
-/// waiting before the event could start; it never started).
-pub const REFUSAL_REASONS: &[&str] = &[
-    "no_such_app",
-    "suspended",
-    "no_such_class",
-    "invalid_name",
-    "internal",
-    "value_missing",
-    "no_such_actor",
-    "overloaded",
-    "capacity",
-    "deadline",
-    "quota",
-    "tenant_busy",
-    "store_unavailable",
-    "elsewhere",
-];
-/// How an admitted event fails (`core::EventError::label`, less refusals).
-pub const EVENT_ERRORS: &[&str] = &["trapped", "wall", "invalid_response", "answer_too_large", "shutting_down"];
-/// What a node forwards to another node.
-pub const FORWARD_KINDS: &[&str] = &["call", "request", "upgrade", "handoff"];
-/// What a node sends on after another node said the actor is elsewhere.
-pub const REROUTE_KINDS: &[&str] = &["call", "request"];
 
 /// Seconds: from 100 µs to about 52 s, doubling.
 fn seconds_buckets() -> Histogram {
@@ -165,13 +118,13 @@ impl SecondsFamily {
 
 /// The node's metrics.
 pub struct Metrics {
-    pub front_requests: CounterFamily,
-    pub front_calls: CounterFamily,
-    pub forwards: CounterFamily,
-    pub reroutes: CounterFamily,
-    pub refusals: CounterFamily,
-    pub quota_refusals: TenantCounters,
-    /// Events run, by tenant, app and outcome (`ok` or the error's name).
+    pub front_requests: CounterFamily<FrontRequestOutcome>,
+    pub front_calls: CounterFamily<FrontCallOutcome>,
+    pub forwards: CounterFamily<HopKind>,
+    pub reroutes: CounterFamily<HopKind>,
+    pub refusals: CounterFamily<RefusalReason>,
+    pub quota_refusals: TenantCounters<Quota>,
+    /// Events run, by tenant, app and outcome.
     events: Family<Labels, Counter>,
     event_seconds: Histograms,
     queue_wait: Histograms,
@@ -218,9 +171,9 @@ impl Metrics {
             family.remove(&labels);
         }
         self.guest_cpu.remove(&labels);
-        for outcome in ["ok"].iter().chain(REFUSAL_REASONS).chain(EVENT_ERRORS) {
+        for outcome in EventOutcome::ALL {
             let mut with = labels.clone();
-            with.push(("outcome", (*outcome).to_owned()));
+            with.push(("outcome", outcome.as_str().to_owned()));
             self.events.remove(&with);
         }
     }
@@ -242,24 +195,24 @@ pub struct AppMetrics {
 }
 
 impl AppMetrics {
-    /// An event ran (or was refused) with `outcome` (`ok` or the error's
-    /// name, a closed set), for `seconds` of wall time.
-    pub fn event(&self, outcome: &'static str, seconds: f64) {
-        if outcome == "ok" {
-            self.events_ok.inc();
-        } else {
-            let mut labels = self.labels.clone();
-            labels.push(("outcome", outcome.to_owned()));
-            self.events.get_or_create(&labels).inc();
-        }
+    /// An admitted event ended with `outcome`, after `seconds` of wall time.
+    pub fn event(&self, outcome: EventOutcome, seconds: f64) {
+        match outcome {
+            EventOutcome::Ok => self.events_ok.inc(),
+            other => self.events.get_or_create(&self.with_outcome(other)).inc(),
+        };
         self.event_seconds.observe(seconds);
     }
 
-    /// An event admission refused, with the refusal's name.
-    pub fn refused(&self, outcome: &'static str) {
+    /// An event admission refused.
+    pub fn refused(&self, reason: RefusalReason) {
+        self.events.get_or_create(&self.with_outcome(EventOutcome::Refused(reason))).inc();
+    }
+
+    fn with_outcome(&self, outcome: EventOutcome) -> Labels {
         let mut labels = self.labels.clone();
-        labels.push(("outcome", outcome.to_owned()));
-        self.events.get_or_create(&labels).inc();
+        labels.push(("outcome", outcome.as_str().to_owned()));
+        labels
     }
 
     /// How long an event waited in its actor's queue: the queue's age
@@ -299,37 +252,27 @@ impl Default for Metrics {
                 "wasmkeep_front_requests_total",
                 "Requests served by apps' fronts, by outcome.",
                 "outcome",
-                FRONT_REQUEST_OUTCOMES,
             ),
             front_calls: CounterFamily::new(
                 "wasmkeep_front_calls_total",
                 "Calls made by fronts (each call-many entry counts), by outcome.",
                 "outcome",
-                FRONT_CALL_OUTCOMES,
             ),
             forwards: CounterFamily::new(
                 "wasmkeep_forwards_total",
                 "Calls, requests, upgrades and hand-offs forwarded to another node, by kind.",
                 "kind",
-                FORWARD_KINDS,
             ),
             reroutes: CounterFamily::new(
                 "wasmkeep_reroutes_total",
-                "Events sent on after the node they went to answered that another node owns the actor.",
+                "Calls, requests, upgrades and hand-offs sent on after the node they went to answered that another node owns the actor, by kind.",
                 "kind",
-                REROUTE_KINDS,
             ),
-            refusals: CounterFamily::new(
-                "wasmkeep_refusals_total",
-                "Events admission refused, by reason.",
-                "reason",
-                REFUSAL_REASONS,
-            ),
+            refusals: CounterFamily::new("wasmkeep_refusals_total", "Events admission refused, by reason.", "reason"),
             quota_refusals: TenantCounters::new(
                 "wasmkeep_quota_refusals_total",
                 "Requests and events refused for a tenant's quota, by tenant and quota.",
                 "quota",
-                QUOTAS,
             ),
             events: Family::default(),
             event_seconds: Family::new_with_constructor(seconds_buckets),
@@ -404,30 +347,40 @@ mod tests {
     #[test]
     fn every_label_value_is_present_from_the_start() {
         let m = Metrics::default();
-        m.front_requests.inc("ok");
-        m.front_requests.inc("ok");
-        m.front_calls.inc("busy");
+        m.front_requests.inc(FrontRequestOutcome::Ok);
+        m.front_requests.inc(FrontRequestOutcome::Ok);
+        m.front_calls.inc(FrontCallOutcome::Busy);
+        m.reroutes.inc(HopKind::Upgrade);
         let text = render(&[&m]);
         assert!(text.contains("# TYPE wasmkeep_front_requests_total counter\n"), "{text}");
         assert!(text.contains("wasmkeep_front_requests_total{outcome=\"ok\"} 2\n"));
         assert!(text.contains("wasmkeep_front_requests_total{outcome=\"busy\"} 0\n"));
         assert!(text.contains("wasmkeep_front_calls_total{outcome=\"busy\"} 1\n"));
         assert!(text.contains("wasmkeep_forwards_total{kind=\"call\"} 0\n"));
-        assert_eq!(m.front_requests.get("ok"), 2);
+        assert!(text.contains("wasmkeep_reroutes_total{kind=\"upgrade\"} 1\n"), "{text}");
+        for kind in HopKind::ALL {
+            for family in ["wasmkeep_forwards_total", "wasmkeep_reroutes_total"] {
+                assert!(text.contains(&format!("{family}{{kind=\"{}\"}} ", kind.as_str())), "{family} {kind:?}");
+            }
+        }
+        assert!(text.contains("wasmkeep_refusals_total{reason=\"deadline\"} 0\n"), "{text}");
+        assert_eq!(m.front_requests.get(FrontRequestOutcome::Ok), 2);
     }
 
     #[test]
     fn an_apps_series_are_its_own_and_go_with_it() {
         let m = Metrics::default();
         let shop = m.app("alpha", "shop");
-        shop.event("ok", 0.002);
-        shop.event("trapped", 0.5);
+        shop.event(EventOutcome::Ok, 0.002);
+        shop.event(EventOutcome::Failed(wasmkeep_core::EventFault::Trapped), 0.5);
+        shop.refused(RefusalReason::Capacity);
         shop.woke();
-        m.app("beta", "shop").event("ok", 0.001);
+        m.app("beta", "shop").event(EventOutcome::Ok, 0.001);
         let text = render(&[&m]);
         for line in [
             "wasmkeep_events_total{tenant=\"alpha\",app=\"shop\",outcome=\"ok\"} 1\n",
             "wasmkeep_events_total{tenant=\"alpha\",app=\"shop\",outcome=\"trapped\"} 1\n",
+            "wasmkeep_events_total{tenant=\"alpha\",app=\"shop\",outcome=\"capacity\"} 1\n",
             "wasmkeep_events_total{tenant=\"beta\",app=\"shop\",outcome=\"ok\"} 1\n",
             "wasmkeep_event_duration_seconds_count{tenant=\"alpha\",app=\"shop\"} 2\n",
             "wasmkeep_actor_wakes_total{tenant=\"alpha\",app=\"shop\"} 1\n",

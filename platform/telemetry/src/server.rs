@@ -3,17 +3,14 @@
 //! sent traffic: in a cluster, while its heartbeat is current), on its own
 //! port, apart from the public one.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
 use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
+use wasmkeep_core::Limits;
 
 use crate::Source;
 
@@ -25,36 +22,30 @@ pub fn always_ready() -> Readiness {
     Arc::new(|| true)
 }
 
-/// Serves the sources' metrics on `listener` until `shutdown` completes.
+/// Serves the sources' metrics on `listener` until `shutdown` completes,
+/// its connections bounded and watched as the public port's, within the
+/// metrics listener's own share of the process's descriptors.
 pub async fn serve(
     listener: TcpListener,
+    limits: &Limits,
     sources: Vec<Arc<dyn Source>>,
     ready: Readiness,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let budget = limits.descriptor_budget(wasmkeep_listener::raise_descriptor_limit());
+    let rules = wasmkeep_listener::Rules {
+        name: "metrics",
+        bound: budget.metrics,
+        times: limits.connection_times(),
+        head_bytes: limits.head_bytes,
+    };
     let sources = Arc::new(sources);
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    tracing::warn!("metrics listener: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => return Ok(()),
-        };
-        let (sources, ready) = (sources.clone(), ready.clone());
-        tokio::spawn(async move {
-            let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let (sources, ready) = (sources.clone(), ready.clone());
-                async move { Ok::<_, Infallible>(answer(req.uri().path(), &sources, &*ready)) }
-            });
-            let _ = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
+    let handler = move |request: http::Request<hyper::body::Incoming>, _| {
+        let answer = answer(request.uri().path(), &sources, &*ready);
+        std::future::ready(answer)
+    };
+    wasmkeep_listener::serve(listener, rules, None, handler, shutdown).await;
+    Ok(())
 }
 
 fn answer(path: &str, sources: &[Arc<dyn Source>], ready: &(dyn Fn() -> bool + Send + Sync)) -> Response<Full<Bytes>> {

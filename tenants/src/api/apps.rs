@@ -12,7 +12,6 @@ use wasmkeep_core::plan::Plan;
 use wasmkeep_core::{AppName, AppRef, TenantId, host};
 use wasmkeep_storage::AppRecord;
 
-use super::error::read_body;
 use super::{ApiError, Caller, Service};
 use crate::bundle;
 use crate::token::Scope;
@@ -126,6 +125,7 @@ fn refused(e: DeployFailure) -> ApiError {
         DeployFailure::Store(e) => ApiError::internal(e),
         DeployFailure::Stored(e) => ApiError::internal(e),
         DeployFailure::NoSuchVersion(n) => ApiError::not_found(format!("no version {n}")),
+        DeployFailure::CompilesFull(full) => ApiError::busy(full.to_string()),
         other => ApiError::bad_request(other.to_string()),
     }
 }
@@ -142,8 +142,11 @@ pub async fn upload(
     let app = find(&service, tenant, &name).await?;
     let plan = plan_of(&service, tenant).await?;
     let limit = usize::try_from(plan.upload_bytes).unwrap_or(usize::MAX);
-    let body = read_body(body, limit, "the upload").await?;
-    let spec = bundle::parse(&body).map_err(ApiError::bad_request)?;
+    // The share is held until the version is compiled and stored: the
+    // bundle's bytes, decoded, are what the compile reads.
+    let reading = super::bodies::Reading { tenant: Some(tenant), upload: true, limit, what: "the upload" };
+    let (body, _share) = service.bodies.read(body, reading).await?;
+    let spec = bundle::parse(&body, plan.upload_bytes).map_err(ApiError::bad_request)?;
     let added = service.node.add_version(tenant.as_str(), app.name.as_str(), spec).await.map_err(refused)?;
     tracing::info!(app = %app, version = added.version, "version uploaded");
     // The plan keeps so many versions: the oldest inactive ones go.

@@ -39,6 +39,11 @@ impl ApiError {
         Self { retry_after: Some(retry_after.max(1)), ..Self::new(StatusCode::TOO_MANY_REQUESTS, message) }
     }
 
+    /// A bound of the node's that is full now: `503` with `Retry-After`.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self { retry_after: Some(1), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message) }
+    }
+
     /// A failure of the host (the store, a bug): the client learns only
     /// that it happened.
     pub fn internal(what: impl std::fmt::Display) -> Self {
@@ -77,23 +82,26 @@ pub(crate) async fn no_method() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this route")
 }
 
-/// Reads a body of at most `limit` bytes: past it, `413` (at once when
-/// the declared length says so).
-pub(crate) async fn read_body(body: axum::body::Body, limit: usize, what: &str) -> Result<bytes::Bytes, ApiError> {
-    use http_body_util::BodyExt;
-    let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{what} is over {limit} bytes"));
-    if http_body::Body::size_hint(&body).lower() > limit as u64 {
-        return Err(too_large());
-    }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(_) => Err(ApiError::bad_request(format!("{what} could not be read"))),
-    }
+/// Parses a JSON body of at most `JSON_BYTES_MAX` bytes, read for
+/// `tenant` when the caller is known.
+pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
+    service: &super::Service,
+    tenant: Option<&wasmkeep_core::TenantId>,
+    body: axum::body::Body,
+) -> Result<T, ApiError> {
+    let bytes = read_body(service, tenant, body, super::JSON_BYTES_MAX, "the request body").await?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("request body: {e}")))
 }
 
-/// Parses a JSON body of at most `JSON_BYTES_MAX` bytes.
-pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(body: axum::body::Body) -> Result<T, ApiError> {
-    let bytes = read_body(body, super::JSON_BYTES_MAX, "the request body").await?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("request body: {e}")))
+/// Reads a body of at most `limit` bytes that is not an upload (`413`
+/// past it), paced and within the API's budgets (`bodies`).
+pub(crate) async fn read_body(
+    service: &super::Service,
+    tenant: Option<&wasmkeep_core::TenantId>,
+    body: axum::body::Body,
+    limit: usize,
+    what: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    let reading = super::bodies::Reading { tenant, upload: false, limit, what };
+    Ok(service.bodies.read(body, reading).await?.0)
 }

@@ -6,6 +6,7 @@
 mod actors;
 mod apps;
 mod auth;
+mod bodies;
 mod error;
 pub mod limits;
 mod logs;
@@ -22,10 +23,12 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use wasmkeep_actors::Node;
+use wasmkeep_core::connection::ConnectionTimes;
 use wasmkeep_core::host::BaseDomain;
 use wasmkeep_storage::Store;
 
 pub use auth::Caller;
+pub use bodies::BodyBudget;
 pub use error::ApiError;
 pub use limits::RateLimits;
 
@@ -72,6 +75,8 @@ pub struct Service {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// Tenants' own trace exports, if the operator lets them have them.
     pub exports: Option<Arc<wasmkeep_telemetry::tenant_export::TenantExports>>,
+    /// What the API's request bodies hold, across the node and per tenant.
+    pub bodies: BodyBudget,
 }
 
 /// The bytes of one value.
@@ -165,44 +170,36 @@ async fn openapi() -> impl axum::response::IntoResponse {
 }
 
 /// Serves the API on `listener` until `shutdown` completes; over TLS when
-/// `tls` is given (HTTP/2 or HTTP/1.1 by ALPN).
+/// `tls` is given (HTTP/2 or HTTP/1.1 by ALPN). Its connections are bounded
+/// and watched as the public port's, within the API's own share of the
+/// process's descriptors; an answer may take its time (a tail follows).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     service: Arc<Service>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let Some(tls) = tls else {
-        let app = router(service).into_make_service_with_connect_info::<SocketAddr>();
-        return axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let limits = service.node.limits().clone();
+    let budget = limits.descriptor_budget(wasmkeep_listener::raise_descriptor_limit());
+    let rules = wasmkeep_listener::Rules {
+        name: "provisioning API",
+        bound: budget.api,
+        times: ConnectionTimes { answers_may_wait: true, ..limits.connection_times() },
+        head_bytes: limits.head_bytes,
     };
     let router = router(service);
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    tracing::warn!("provisioning API: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => return Ok(()),
-        };
-        let (tls, router) = (tls.clone(), router.clone());
-        tokio::spawn(async move {
-            // A handshake gets the time a request head gets on the port.
-            let Ok(Ok(stream)) = tokio::time::timeout(std::time::Duration::from_secs(10), tls.accept(stream)).await
-            else {
-                return;
-            };
-            let app = router.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
-            let service = hyper_util::service::TowerToHyperService::new(app);
-            let server = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-            let _ = server.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service).await;
-        });
-    }
+    let handler = move |mut request: http::Request<hyper::body::Incoming>, peer: SocketAddr| {
+        request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        let mut router = router.clone();
+        async move {
+            match tower_service::Service::call(&mut router, request).await {
+                Ok(answer) => answer,
+                Err(never) => match never {},
+            }
+        }
+    };
+    wasmkeep_listener::serve(listener, rules, tls, handler, shutdown).await;
+    Ok(())
 }
 
 /// Seconds since the epoch, as the store records times.

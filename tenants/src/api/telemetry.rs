@@ -40,7 +40,7 @@ pub async fn set(
 ) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant(Scope::Admin)?;
     let exports = exports(&service)?;
-    let bytes = read_body(body, JSON_BYTES_MAX, "the request").await?;
+    let bytes = read_body(&service, Some(tenant), body, JSON_BYTES_MAX, "the request").await?;
     let settings: ExportSettings = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(format!("expected {{\"endpoint\": URL, \"headers\": {{name: value}}}}: {e}"))
     })?;

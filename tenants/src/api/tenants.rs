@@ -47,7 +47,7 @@ pub async fn signup(
         }
         service.limits.signup(client(&parts))?;
     }
-    let request: Signup = read_json(body).await?;
+    let request: Signup = read_json(&service, None, body).await?;
     if !operator && service.signup == SignupMode::Key {
         let presented = request.signup_key.as_deref().unwrap_or_default();
         let matches = service.signup_key.is_some_and(|key| TokenHash::hash(&service.pepper, presented) == key);
@@ -117,7 +117,7 @@ pub async fn set_plan(
 ) -> Result<Json<Value>, ApiError> {
     caller.operator()?;
     let (tenant, _) = existing(&service, &name).await?;
-    let SetPlan { plan: plan_name } = read_json(body).await?;
+    let SetPlan { plan: plan_name } = read_json(&service, None, body).await?;
     let plan = service.plans.get(&plan_name).ok_or_else(|| ApiError::bad_request(format!("no plan `{plan_name}`")))?;
     service.store.set_plan(tenant.as_str(), &plan_name).await?;
     service.node.set_tenant_plan(&tenant, Some(plan.clone()));

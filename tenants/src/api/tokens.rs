@@ -38,7 +38,7 @@ pub async fn create(
     body: axum::body::Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let tenant = caller.tenant(Scope::Admin)?;
-    let NewToken { scope } = read_json(body).await?;
+    let NewToken { scope } = read_json(&service, Some(tenant), body).await?;
     let scope = Scope::parse(&scope).map_err(|e| ApiError::bad_request(format!("scope: {e}")))?;
     let secret = Secret::generate();
     let record = TokenRecord {

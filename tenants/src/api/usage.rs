@@ -1,6 +1,7 @@
 //! `GET /v1/usage`: what each of the tenant's apps used in a period (a UTC
-//! calendar month), with what it stores and its open sockets now; and the
-//! recording of the node's counts into the store, per period.
+//! calendar month), with what it stores and its open sockets now, and the
+//! actors the tenant keeps against its plan's bound; and the recording of
+//! the node's counts into the store, per period.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 use wasmkeep_core::period;
 use wasmkeep_storage::UsageCounts;
 
+use super::apps::plan_of;
 use super::{ApiError, Caller, Service, unix_now};
 use crate::token::Scope;
 
@@ -31,7 +33,9 @@ pub async fn usage(
     let asked = query.period.unwrap_or_else(|| current.clone());
     let since = period::start(&asked)
         .ok_or_else(|| ApiError::bad_request(format!("period `{asked}` is not a month as YYYY-MM")))?;
+    let plan = plan_of(&service, tenant).await?;
     let mut apps = Vec::new();
+    let mut actors = 0;
     for app in service.store.apps(tenant.as_str()).await? {
         let recorded = service.store.usage(app.id, &asked).await?;
         let now = service.node.usage(app.id);
@@ -41,6 +45,9 @@ pub async fn usage(
             _ => recorded,
         };
         let stored = service.store.app_bytes(app.id).await?;
+        // Kept now, as a creation counts them: whatever the period asked.
+        let kept = service.store.app_actors(app.id).await?;
+        actors += kept;
         apps.push(json!({
             "app": app.name,
             "requests": used.requests,
@@ -48,12 +55,14 @@ pub async fn usage(
             "cpu_ms": used.cpu_micros / 1000,
             "wall_ms": used.wall_micros / 1000,
             "storage_bytes": stored,
+            "actors": kept,
             "sockets": now.as_ref().map_or(0, |u| u.sockets),
             "egress_requests": used.egress_requests,
             "egress_bytes": used.egress_bytes,
         }));
     }
-    Ok(Json(json!({"period": asked, "since": since, "apps": apps})))
+    let actors = json!({"stored": actors, "limit": plan.actors});
+    Ok(Json(json!({"period": asked, "since": since, "actors": actors, "apps": apps})))
 }
 
 /// Adds what the node counted for each app to the store, under the period

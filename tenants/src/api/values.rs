@@ -25,7 +25,7 @@ pub async fn set(
     let tenant = caller.tenant(Scope::Deploy)?;
     let app = find(&service, tenant, &app).await?;
     check_value_name(&name).map_err(ApiError::bad_request)?;
-    let bytes = read_body(body, VALUE_BYTES_MAX, "the value").await?;
+    let bytes = read_body(&service, Some(tenant), body, VALUE_BYTES_MAX, "the value").await?;
     let value = std::str::from_utf8(&bytes).map_err(|_| ApiError::bad_request("a value is UTF-8 text"))?;
     service.node.set_value(app.id, &name, value).await.map_err(ApiError::internal)?;
     Ok(StatusCode::NO_CONTENT)

@@ -45,8 +45,34 @@ impl Serve {
 
     /// As [`Serve::start`], with variables `env` set for it.
     pub fn start_with(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_as(data, extra, env, None)
+    }
+
+    /// As [`Serve::start`], the process limited to `descriptors` open
+    /// files (soft and hard), as an operator's `ulimit -n` would.
+    pub fn start_with_descriptors(data: &Path, extra: &[&str], descriptors: u64) -> Self {
+        Self::start_as(data, extra, &[], Some(descriptors))
+    }
+
+    fn start_as(data: &Path, extra: &[&str], env: &[(&str, &str)], descriptors: Option<u64>) -> Self {
         let api_listen: &[&str] = if extra.contains(&"--api-listen") { &[] } else { &["--api-listen", "127.0.0.1:0"] };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wasmkeep"));
+        if let Some(n) = descriptors {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure only calls `setrlimit`, which is
+            // async-signal-safe, between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let limit = libc::rlimit { rlim_cur: n, rlim_max: n };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let mut child = command
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(api_listen)

@@ -50,7 +50,7 @@ fn event_error_index(e: &EventError) -> usize {
     }
 }
 
-const QUOTAS: usize = 8;
+const QUOTAS: usize = 9;
 
 fn quota_index(q: &Quota) -> usize {
     match q {
@@ -62,6 +62,7 @@ fn quota_index(q: &Quota) -> usize {
         Quota::Egress => 5,
         Quota::ActorStorage => 6,
         Quota::TenantStorage => 7,
+        Quota::Actors => 8,
     }
 }
 
@@ -258,6 +259,7 @@ fn the_values_are_the_grammars() {
         (Quota::Egress, "egress_requests_per_second"),
         (Quota::ActorStorage, "storage_bytes_per_actor"),
         (Quota::TenantStorage, "storage_bytes"),
+        (Quota::Actors, "actors"),
     ];
     covers(&quotas.map(|(q, _)| q), QUOTAS, quota_index);
     for (quota, word) in quotas {

@@ -1,7 +1,10 @@
 //! The egress sender: every outbound HTTP request a guest makes, actor or
-//! front, leaves through here (`wasi:http/outgoing-handler`). The answer's
-//! headers and trailers lose the host's header range before the
-//! guest sees them: an upstream cannot pose as the host.
+//! front, leaves through here (`wasi:http/outgoing-handler`). The host's
+//! header range goes from both ways: from the request's headers and
+//! trailers before it leaves, so that a guest cannot pose as the host to
+//! an upstream (another node's edge, a service trusting the head), and
+//! from the answer's before the guest sees them, so that an upstream
+//! cannot pose as the host to the guest.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -127,11 +130,12 @@ impl WasiHttpHooks for Egress {
 
     fn send_request(
         &mut self,
-        mut request: http::Request<WasiBody>,
+        request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _sent: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
         tracing::debug!(app = %self.app, uri = %request.uri(), "an outbound request");
+        let mut request = without_range(request);
         let span = outbound_span(&mut request, &self.app, &self.trace);
         if self.quota.as_ref().is_some_and(|q| !q.take()) {
             tracing::debug!(app = %self.app, "an outbound request over the plan's rate");
@@ -152,6 +156,15 @@ impl WasiHttpHooks for Egress {
             sent
         })
     }
+}
+
+/// A guest's request without the host's header range, in its headers and
+/// in the trailers its body may end in: what the range says is the host's
+/// word, never a guest's.
+fn without_range(request: http::Request<WasiBody>) -> http::Request<WasiBody> {
+    let (mut parts, body) = request.into_parts();
+    head::strip(&mut parts.headers);
+    http::Request::from_parts(parts, body.map_frame(head::strip_trailers).boxed_unsync())
 }
 
 /// The span of an outbound request (kind client), a child of the running

@@ -79,7 +79,9 @@ fn handle(req: Request) -> Response {
             Some(v) => Response::text(200, v),
             None => Response::not_found(),
         },
-        ("GET", "/fetch") => Response::json(200, &fetch::get(&param(&req, "url"))),
+        ("GET", "/fetch") => {
+            Response::json(200, &fetch::send(&param(&req, "url"), &param(&req, "headers"), &param(&req, "trailers")))
+        }
         ("GET", "/status") => Response::empty(param(&req, "code").parse().unwrap_or(200)),
         _ => Response::not_found(),
     }

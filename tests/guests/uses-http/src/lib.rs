@@ -1,5 +1,6 @@
 //! A test actor making an outbound request: `GET /?url=http://...`
-//! answers what the upstream sent, as the guest received it.
+//! answers what the upstream sent, as the guest received it; `headers`
+//! and `trailers` (`name: value` lines) go with the request.
 
 use wasmkeep_sdk::{Actor, Request, Response};
 
@@ -8,7 +9,8 @@ struct UsesHttp;
 
 impl Actor for UsesHttp {
     fn on_request(&mut self, request: Request) -> Response {
-        Response::json(200, &fetch::get(&request.query_param("url").unwrap_or_default()))
+        let param = |name| request.query_param(name).unwrap_or_default();
+        Response::json(200, &fetch::send(&param("url"), &param("headers"), &param("trailers")))
     }
 }
 

@@ -9,30 +9,30 @@ use std::sync::{Arc, Mutex};
 type Counts = Arc<Mutex<HashMap<IpAddr, u32>>>;
 
 /// What each client holds of one kind of thing, up to `limit` each.
-pub(crate) struct PerClient {
+pub struct PerClient {
     counts: Counts,
     limit: u32,
 }
 
 /// One thing a client holds; given back on drop.
-pub(crate) struct Place {
+pub struct Place {
     client: IpAddr,
     counts: Counts,
 }
 
 impl Place {
-    pub(crate) fn client(&self) -> IpAddr {
+    pub fn client(&self) -> IpAddr {
         self.client
     }
 }
 
 impl PerClient {
-    pub(crate) fn new(limit: u32) -> Self {
+    pub fn new(limit: u32) -> Self {
         Self { counts: Counts::default(), limit }
     }
 
     /// A place for `client`, or `None` when it holds its share already.
-    pub(crate) fn take(&self, client: IpAddr) -> Option<Place> {
+    pub fn take(&self, client: IpAddr) -> Option<Place> {
         let client = wasmkeep_core::connection::client_key(client);
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(client).or_insert(0);

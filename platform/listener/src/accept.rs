@@ -1,7 +1,8 @@
-//! The accept loop: every connection takes a ticket, within the port's
-//! bound and the bound per client address. Past either the client gets a
-//! fast `503` and the node goes on serving the others; an accept that
-//! fails (out of descriptors) is logged once per interval, not per try.
+//! The accept loop: every connection takes a ticket, within the
+//! listener's bound and the bound per client address. Past either the
+//! client gets a fast `503` and the node goes on serving the others; an
+//! accept that fails (out of descriptors) is logged once per interval, not
+//! per try.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -10,20 +11,18 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmkeep_core::limits::{Bound, REFUSALS_AT_ONCE};
 
 use crate::per_client::{PerClient, Place};
 
 /// How often an accept failure is logged at most.
 const LOG_EVERY: Duration = Duration::from_secs(10);
-/// Refusals being written at once; past it a refused connection is just
-/// closed, so refusing never takes descriptors the node needs.
-const REFUSING_AT_ONCE: usize = 64;
 /// How long a refusal waits for the client's request before it closes.
 const REFUSAL_LINGER: Duration = Duration::from_millis(200);
 const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
 retry-after: 1\r\nconnection: close\r\ncontent-length: 36\r\n\r\ntoo many connections; retry shortly\n";
 
-/// The connections the port holds, in all and per client address.
+/// The connections a listener holds, in all and per client address.
 pub(crate) struct Tickets {
     all: Arc<Semaphore>,
     per_client: PerClient,
@@ -33,28 +32,23 @@ pub(crate) struct Tickets {
 /// One connection's place: given back when the connection's socket closes
 /// (an upgraded socket keeps it).
 pub(crate) struct Ticket {
-    client: Place,
+    _client: Place,
     _place: OwnedSemaphorePermit,
 }
 
-impl Ticket {
-    pub(crate) fn client(&self) -> IpAddr {
-        self.client.client()
-    }
-}
-
 impl Tickets {
-    pub(crate) fn new(connections: u32, per_client: u32) -> Self {
+    pub(crate) fn new(bound: Bound) -> Self {
         Self {
-            all: Arc::new(Semaphore::new(connections as usize)),
-            per_client: PerClient::new(per_client),
-            refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),
+            all: Arc::new(Semaphore::new(bound.connections as usize)),
+            per_client: PerClient::new(bound.per_client),
+            // Refusing never takes descriptors the node needs.
+            refusing: Arc::new(Semaphore::new(REFUSALS_AT_ONCE as usize)),
         }
     }
 
     fn take(&self, client: IpAddr) -> Option<Ticket> {
         let place = self.all.clone().try_acquire_owned().ok()?;
-        Some(Ticket { client: self.per_client.take(client)?, _place: place })
+        Some(Ticket { _client: self.per_client.take(client)?, _place: place })
     }
 
     /// Answers `503` without reading more than the request's first bytes,
@@ -95,14 +89,15 @@ impl AcceptFailures {
 }
 
 /// Accepts connections until `shutdown`, handing each with its ticket to
-/// `serve`.
+/// `serve`; `name` is the listener's, for the log.
 pub(crate) async fn accept_loop<F, Fut>(
+    name: &'static str,
     listener: TcpListener,
     tickets: Tickets,
     shutdown: impl std::future::Future<Output = ()>,
     serve: F,
 ) where
-    F: Fn(TcpStream, Ticket) -> Fut,
+    F: Fn(TcpStream, std::net::SocketAddr, Ticket) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let mut shutdown = std::pin::pin!(shutdown);
@@ -113,7 +108,7 @@ pub(crate) async fn accept_loop<F, Fut>(
                 Ok(conn) => conn,
                 Err(e) => {
                     if let Some(times) = failures.failed(Instant::now()) {
-                        tracing::warn!("accept failed ({times} times since the last report): {e}");
+                        tracing::warn!("{name}: accept failed ({times} times since the last report): {e}");
                     }
                     // Out of descriptors: give the node a moment to close some.
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -124,7 +119,7 @@ pub(crate) async fn accept_loop<F, Fut>(
         };
         match tickets.take(peer.ip()) {
             Some(ticket) => {
-                tokio::spawn(serve(stream, ticket));
+                tokio::spawn(serve(stream, peer, ticket));
             }
             None => tickets.refuse(stream),
         }
@@ -134,6 +129,11 @@ pub(crate) async fn accept_loop<F, Fut>(
 /// Raises the soft limit of open descriptors to the hard one and returns
 /// it: each connection and socket is a descriptor.
 pub fn raise_descriptor_limit() -> u64 {
+    static RAISED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *RAISED.get_or_init(raise)
+}
+
+fn raise() -> u64 {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `getrlimit` and `setrlimit` read and write the one struct
     // given, which lives for the calls.
@@ -169,7 +169,7 @@ mod tests {
 
     #[tokio::test]
     async fn tickets_are_bounded_in_all_and_per_client() {
-        let tickets = Tickets::new(3, 2);
+        let tickets = Tickets::new(Bound { connections: 3, per_client: 2 });
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let b: IpAddr = "127.0.0.3".parse().unwrap();
         let a1 = tickets.take(a).unwrap();

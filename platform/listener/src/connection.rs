@@ -1,9 +1,8 @@
 //! One client connection: hyper's HTTP/1.1 and HTTP/2 with the head
 //! bounded, and a watchdog that closes it when it is idle too long, a
 //! request head takes too long, or nothing moves while requests wait on
-//! it (the rule is `core::connection`). The
-//! connection's admission ticket rides in its I/O, so an upgraded socket
-//! keeps it until it closes.
+//! it (the rule is `core::connection`). The connection's admission ticket
+//! rides in its I/O, so an upgraded socket keeps it until it closes.
 
 use std::io;
 use std::pin::Pin;
@@ -12,6 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use std::net::SocketAddr;
+
+use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -19,12 +21,10 @@ use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
-use wasmkeep_core::Limits;
 use wasmkeep_core::connection::{ConnectionSeen, Verdict, verdict};
 
-use crate::HttpResponse;
-use crate::listener::Ticket;
-use crate::server::PublicPort;
+use crate::accept::Ticket;
+use crate::{Handler, Shared};
 
 /// After a graceful close begins, how long the connection may take to end.
 const CLOSING: Duration = Duration::from_secs(5);
@@ -138,7 +138,7 @@ impl Activity {
 }
 
 /// One request in flight on a connection.
-pub(crate) struct InFlight(Arc<Activity>);
+pub struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -212,8 +212,8 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The HTTP server for the port's connections, its head bounded.
-pub(crate) fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+/// The HTTP server for a listener's connections, its head bounded.
+pub(crate) fn builder(head_bytes: u32) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -221,23 +221,26 @@ pub(crate) fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
         // The watchdog bounds the head's time; hyper bounds its size (the
         // read buffer holds the head).
         .header_read_timeout(None)
-        .max_buf_size(limits.head_bytes as usize);
-    builder.http2().timer(TokioTimer::new()).max_header_list_size(limits.head_bytes).max_concurrent_streams(100);
+        .max_buf_size(head_bytes as usize);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(head_bytes).max_concurrent_streams(100);
     builder
 }
 
 /// Serves one accepted connection until it ends, is idle too long, or
 /// takes too long over a head.
-pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Ticket) {
+pub(crate) async fn serve<S>(listener: Arc<Shared<S>>, stream: TcpStream, peer: SocketAddr, ticket: Ticket)
+where
+    S: Handler,
+{
     let _ = stream.set_nodelay(true);
-    let client = ticket.client();
+    let name = listener.name;
     // TLS first, within the time a head gets: a client that never finishes
     // its handshake holds its ticket no longer than a slow head would.
-    let stream: Box<dyn Io> = match &port.tls {
-        Some(acceptor) => match tokio::time::timeout(port.times.header_read, acceptor.accept(stream)).await {
+    let stream: Box<dyn Io> = match &listener.tls {
+        Some(acceptor) => match tokio::time::timeout(listener.times.header_read, acceptor.accept(stream)).await {
             Ok(Ok(tls)) => Box::new(tls),
             _ => {
-                tracing::debug!(%client, "a TLS handshake failed or took too long");
+                tracing::debug!(%peer, "{name}: a TLS handshake failed or took too long");
                 return;
             }
         },
@@ -245,32 +248,30 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
     };
     let activity = Arc::new(Activity::new());
     let io = Watched { stream, activity: activity.clone(), ticket };
-    // The server and the rule's times are the port's, made once.
-    let shared = port.clone();
-    let (http, times) = (&shared.http, shared.times);
+    let times = listener.times;
     let service = {
-        let activity = activity.clone();
+        let (activity, listener) = (activity.clone(), listener.clone());
         service_fn(move |request: http::Request<Incoming>| {
-            let port = port.clone();
             let in_flight = activity.begin();
+            let answer = listener.handler.handle(request, peer);
             async move {
-                let response = port.handle(request, client).await;
-                Ok::<_, std::convert::Infallible>(hold_until_written(response, in_flight))
+                let (parts, body) = answer.await.into_parts();
+                Ok::<_, std::convert::Infallible>(http::Response::from_parts(parts, Holding { body, in_flight }))
             }
         })
     };
-    let connection = http.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let connection = listener.http.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
     loop {
         let now = activity.accepted.elapsed();
         let at = match verdict(activity.seen(), now, times) {
             Verdict::LookAgainAt(at) => at,
             Verdict::SlowHead => {
-                tracing::debug!(%client, "a request head took too long; connection dropped");
+                tracing::debug!(%peer, "{name}: a request head took too long; connection dropped");
                 return;
             }
             Verdict::Stalled => {
-                tracing::debug!(%client, "nothing moved on a connection with requests in flight; dropped");
+                tracing::debug!(%peer, "{name}: nothing moved on a connection with requests in flight; dropped");
                 return;
             }
             Verdict::Idle => {
@@ -283,7 +284,7 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
         tokio::select! {
             ended = connection.as_mut() => {
                 if let Err(e) = ended {
-                    tracing::debug!("connection ended: {e}");
+                    tracing::debug!("{name}: connection ended: {e}");
                 }
                 return;
             }
@@ -293,9 +294,29 @@ pub(crate) async fn serve(port: Arc<PublicPort>, stream: TcpStream, ticket: Tick
     }
 }
 
-/// The answer's body holds the request in flight until hyper has written
-/// it whole (or dropped it).
-fn hold_until_written(response: HttpResponse, in_flight: InFlight) -> HttpResponse {
-    let (parts, body) = response.into_parts();
-    http::Response::from_parts(parts, crate::body::Holding::boxed(body, Box::new(in_flight)))
+pin_project_lite::pin_project! {
+    /// An answer's body, holding its request in flight until hyper has
+    /// written it whole (or dropped it).
+    pub struct Holding<B> {
+        #[pin]
+        body: B,
+        in_flight: InFlight,
+    }
+}
+
+impl<B: Body> Body for Holding<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }

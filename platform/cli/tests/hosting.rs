@@ -1,0 +1,412 @@
+//! `wasmkeep serve` attacked on its shared resources, as an anonymous
+//! client and a tenant within its plan would: the real binary, real
+//! sockets, real tokens and real uploads. Each test names the guard it
+//! attacks; removing the guard fails it.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use wasmkeep_tests::guests;
+
+fn limits_file(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("limits.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn api_addr(s: &Serve) -> SocketAddr {
+    s.api.trim_start_matches("http://").parse().unwrap()
+}
+
+/// A connection to `to` from the loopback address `from` (any of
+/// 127.0.0.0/8 is this machine): each is a client address of its own.
+async fn connect_from(to: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(from.parse::<IpAddr>().unwrap(), 0))?;
+    socket.connect(to).await
+}
+
+/// Whether the server closes `tcp` within `limit`: what it sent before.
+async fn closed_within(tcp: &mut TcpStream, limit: Duration) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(limit, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    });
+    read.await.ok().map(|()| String::from_utf8_lossy(&seen).into_owned())
+}
+
+/// One request over a fresh connection: the answer's status line and body.
+async fn raw(to: SocketAddr, from: &str, request: &str) -> String {
+    let mut tcp = connect_from(to, from).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    closed_within(&mut tcp, Duration::from_secs(10)).await.expect("an answer and a close")
+}
+
+fn rss_kib(s: &Serve) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Item 1: the API's and the metrics listener's connections are bounded in
+/// all and per client, each within its own share of the descriptors, and
+/// silent ones are closed. 3,000 silent connections to the API and 300 to
+/// the metrics listener — more than the process's 2,500 descriptors — and
+/// another tenant's app is served throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_to_the_api_and_metrics_never_starve_the_public_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits_file(
+        dir.path(),
+        "header_read_secs = 2.0\nkeepalive_idle_secs = 6.0\napi_connections = 200\n\
+         api_connections_per_client = 50\nmetrics_connections = 20\nmetrics_connections_per_client = 5\n",
+    );
+    let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
+    let s = Serve::start_with_descriptors(&dir.path().join("data"), &extra, 2500);
+    let token = signup(&s, "quiet").await;
+    deploy(&s, &token, "shop").await;
+    let metrics: SocketAddr =
+        s.metrics.as_ref().unwrap().trim_start_matches("http://").trim_end_matches("/metrics").parse().unwrap();
+
+    let started = Instant::now();
+    let mut silent = Vec::new();
+    for i in 0..3000u32 {
+        let from = format!("127.0.1.{}", 2 + i % 60);
+        if let Ok(tcp) = connect_from(api_addr(&s), &from).await {
+            silent.push(tcp);
+        }
+    }
+    for i in 0..300u32 {
+        if let Ok(tcp) = connect_from(metrics, &format!("127.0.2.{}", 2 + i % 30)).await {
+            silent.push(tcp);
+        }
+    }
+    // The public port serves the quiet tenant all along, at once (with
+    // the descriptors gone it would wait for the idle time to free some).
+    let served = Instant::now();
+    for n in 1..=10 {
+        assert_eq!(count(&s, "shop.quiet.localhost", "a").await, n);
+    }
+    assert!(served.elapsed() < Duration::from_secs(3), "served at once: {:?}", served.elapsed());
+    // A new client of the full API is refused at once, with a reason
+    // (once the flood's own refusals have lingered their moment: past 64
+    // at once a refused connection is just closed).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = Instant::now();
+    let answer = raw(api_addr(&s), "127.0.3.1", "GET /v1/openapi.yaml HTTP/1.1\r\nhost: api\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("too many connections"), "{answer}");
+    assert!(asked.elapsed() < Duration::from_secs(2), "refused fast: {:?}", asked.elapsed());
+    let answer = raw(metrics, "127.0.3.1", "GET /metrics HTTP/1.1\r\nhost: m\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "the metrics listener is full too: {answer}");
+
+    // Silent connections are closed: those past the bounds at once, the
+    // others after the idle time.
+    let mut closed = 0;
+    for tcp in &mut silent {
+        let left = Duration::from_secs(20).saturating_sub(started.elapsed());
+        if closed_within(tcp, left.max(Duration::from_millis(1))).await.is_some() {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, silent.len(), "every silent connection was closed by the node");
+    drop(silent);
+    let (status, _) = s.api_raw("GET", "/v1/openapi.yaml", None, None).await;
+    assert_eq!(status, 200, "the API serves again");
+    let log = s.log.lock().unwrap().clone();
+    assert!(!log.contains("Too many open files"), "{log}");
+}
+
+/// Item 1: a head sent slowly and a body sent slowly to the API are cut
+/// as the public port cuts them: the head after `header_read_secs`, the
+/// body with `408` once it falls behind the minimum rate.
+#[tokio::test]
+async fn the_api_cuts_slow_heads_and_slow_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits_file(dir.path(), "header_read_secs = 1.0\nbody_grace_secs = 1.0\nbody_min_rate = 4096\n");
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    let token = signup(&s, "acme").await;
+    assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&token), None).await.0, 201);
+
+    let mut head = connect_from(api_addr(&s), "127.0.0.1").await.unwrap();
+    head.write_all(b"GET /v1/apps HTTP/1.1\r\nhost: api\r\n").await.unwrap();
+    let t = Instant::now();
+    assert!(closed_within(&mut head, Duration::from_secs(5)).await.is_some(), "a partial head is dropped");
+    assert!(t.elapsed() >= Duration::from_millis(900), "not before its time: {:?}", t.elapsed());
+
+    let mut body = connect_from(api_addr(&s), "127.0.0.1").await.unwrap();
+    let request = format!(
+        "POST /v1/apps/shop/versions HTTP/1.1\r\nhost: api\r\nauthorization: Bearer {token}\r\n\
+         content-length: 100000\r\n\r\n{{"
+    );
+    body.write_all(request.as_bytes()).await.unwrap();
+    let t = Instant::now();
+    let dribble = async {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if body.write_all(b"          ").await.is_err() {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(4), dribble).await;
+    let answer = closed_within(&mut body, Duration::from_secs(5)).await.expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("the upload came too slowly"), "{answer}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+/// A bundle naming one component from `classes` classes.
+fn many_classes(classes: usize) -> Vec<u8> {
+    let named: serde_json::Map<String, Value> =
+        (0..classes).map(|i| (format!("c{i}"), json!({"access": "open", "component": "probe"}))).collect();
+    json!({"manifest": {"classes": named}, "components": {"probe": b64(&guests().probe)}}).to_string().into_bytes()
+}
+
+/// Item 2: one upload cannot multiply its component in memory. A bundle
+/// naming the probe from 20,000 classes is refused with the bound's name,
+/// and one naming it from 100 is decoded and compiled once: the node's
+/// memory stays where it was.
+#[tokio::test]
+async fn one_component_named_by_many_classes_is_held_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Serve::start(&dir.path().join("data"), &[]);
+    let token = signup(&s, "acme").await;
+    assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&token), None).await.0, 201);
+    let before = rss_kib(&s);
+    let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&token), Some(many_classes(20_000))).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("20000 classes: a version has at most 100 (classes_per_version)"), "{text}");
+    let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&token), Some(many_classes(100))).await;
+    assert_eq!(status, 201, "{text}");
+    let grown = rss_kib(&s).saturating_sub(before);
+    // The probe decoded 20,000 times is gigabytes; once, and compiled once,
+    // it is a few megabytes.
+    assert!(grown < 256 * 1024, "the node grew by {grown} KiB");
+    let (status, body) = s.api("POST", "/v1/apps/shop/versions/1/activate", Some(&token), None).await;
+    assert_eq!(status, 200, "{body}");
+    for class in ["c0", "c57", "c99"] {
+        let (status, text) = s.public("shop.acme.localhost", &format!("/actor/{class}/a/count")).await;
+        assert_eq!(status, 200, "{class}: {text}");
+        assert!(text.starts_with("{\"count\":1,"), "{class} runs the shared component: {text}");
+    }
+}
+
+/// An upload held in flight: its body's bytes trickle in, a byte every
+/// half second, fast enough for a minimum rate of one byte a second.
+struct InFlight {
+    read: tokio::net::tcp::OwnedReadHalf,
+    trickle: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.trickle.abort();
+    }
+}
+
+impl InFlight {
+    /// Whether it is still in flight (no answer yet).
+    async fn still(&mut self) -> bool {
+        let mut buf = [0u8; 256];
+        tokio::time::timeout(Duration::from_millis(100), self.read.read(&mut buf)).await.is_err()
+    }
+
+    /// Its answer, which comes within `limit`.
+    async fn answer(mut self, limit: Duration) -> String {
+        let mut seen = Vec::new();
+        let _ = tokio::time::timeout(limit, self.read.read_to_end(&mut seen)).await;
+        String::from_utf8_lossy(&seen).into_owned()
+    }
+}
+
+/// Starts an upload of `declared` bytes for `token`'s app `app`.
+async fn upload_in_flight(s: &Serve, token: &str, app: &str, declared: usize) -> InFlight {
+    let tcp = connect_from(api_addr(s), "127.0.0.1").await.unwrap();
+    let (read, mut write) = tcp.into_split();
+    let head = format!(
+        "POST /v1/apps/{app}/versions HTTP/1.1\r\nhost: api\r\nauthorization: Bearer {token}\r\n\
+         content-length: {declared}\r\n\r\n{{"
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        while write.write_all(b" ").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    InFlight { read, trickle }
+}
+
+async fn upload(s: &Serve, token: &str) -> (u16, String) {
+    s.api_raw("POST", "/v1/apps/shop/versions", Some(token), Some(bundle())).await
+}
+
+/// Item 3: uploads in flight are bounded per tenant, and the API's
+/// buffered bytes per tenant and across the node: past the tenant's
+/// bounds its next upload is refused at once, past the node's an upload
+/// waits for the grace, then `503`; another tenant's upload is served.
+#[tokio::test]
+async fn concurrent_uploads_are_bounded_per_tenant_and_across_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let mib = 1 << 20;
+    let limits = limits_file(
+        dir.path(),
+        &format!(
+            "api_body_bytes = {}\napi_body_bytes_per_tenant = {}\nuploads_per_tenant = 2\nbody_grace_secs = 2.0\n\
+             body_min_rate = 1\n",
+            12 * mib,
+            5 * mib
+        ),
+    );
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    let mut tokens = Vec::new();
+    for name in ["heavy", "second", "third", "quiet"] {
+        let token = signup(&s, name).await;
+        assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&token), None).await.0, 201);
+        tokens.push(token);
+    }
+
+    // One tenant: two uploads in flight, then its third is refused at once.
+    let mut a1 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib).await;
+    let mut a2 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let t = Instant::now();
+    let (status, text) = upload(&s, &tokens[0]).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("2 uploads in flight already"), "{text}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(a1.still().await && a2.still().await);
+
+    // Its bytes: 3.5 MiB more while it holds 2 of its 5 MiB is refused at
+    // once.
+    drop(a2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let big = upload_in_flight(&s, &tokens[0], "shop", 7 * mib / 2).await;
+    let answer = big.answer(Duration::from_secs(2)).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("hold their share of this node already"), "{answer}");
+
+    // The node's: two other tenants fill it (2 + 5 + 5 of 12 MiB); the
+    // quiet tenant's upload waits for the grace, then 503 ...
+    let mut b = upload_in_flight(&s, &tokens[1], "shop", 5 * mib).await;
+    let mut c = upload_in_flight(&s, &tokens[2], "shop", 5 * mib).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let t = Instant::now();
+    let (status, text) = upload(&s, &tokens[3]).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("reading too many bodies"), "{text}");
+    assert!(t.elapsed() >= Duration::from_millis(1900), "it waited the grace: {:?}", t.elapsed());
+    // ... and is served once one of them gives its share back.
+    assert!(b.still().await && c.still().await);
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, text) = upload(&s, &tokens[3]).await;
+    assert_eq!(status, 201, "{text}");
+    drop((a1, c));
+}
+
+/// A component that takes a while to compile (`funcs` functions of a few
+/// hundred instructions each), unlike any other: `seed` is in its code. It
+/// exports nothing an actor needs, so the node compiles it, then refuses
+/// it: the compile's cost is what a heavy upload makes every deploy pay.
+fn slow_to_compile(seed: u32, funcs: usize) -> Vec<u8> {
+    let mut text = String::from("(component (core module\n");
+    for f in 0..funcs {
+        text.push_str(&format!("(func (export \"f{f}\") (param i32) (result i32) local.get 0\n"));
+        for i in 0..100 {
+            text.push_str(&format!("i32.const {} i32.add i32.const 3 i32.mul\n", seed + i));
+        }
+        text.push_str(")\n");
+    }
+    text.push_str("))");
+    wat::parse_str(&text).unwrap()
+}
+
+fn bundle_of_one(wasm: &[u8]) -> Vec<u8> {
+    json!({"manifest": {"classes": {"heavy": {"access": "open", "component": "c"}}}, "components": {"c": b64(wasm)}})
+        .to_string()
+        .into_bytes()
+}
+
+/// Item 4: one tenant's big uploads do not stall another tenant's deploy.
+/// With one compile thread, four uploads of the heavy tenant are queued
+/// behind each other; the quiet tenant's deploy (a front and a class, one
+/// turn) goes right after the turn running when it came, not after the
+/// heavy tenant's queue. A tenant's queue is bounded, and the compile
+/// threads run below the node's priority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenants_uploads_do_not_stall_another_tenants_deploys() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits =
+        limits_file(dir.path(), "compile_threads = 1\nuploads_per_tenant = 8\ncompiles_queued_per_tenant = 3\n");
+    let s = std::sync::Arc::new(Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]));
+    let heavy = signup(&s, "heavy").await;
+    let quiet = signup(&s, "quiet").await;
+    for token in [&heavy, &quiet] {
+        assert_eq!(s.api("PUT", "/v1/apps/shop", Some(token), None).await.0, 201);
+    }
+    let bundles: Vec<Vec<u8>> = (0..=4).map(|seed| bundle_of_one(&slow_to_compile(seed * 1000, 3000))).collect();
+    let t = Instant::now();
+    let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&heavy), Some(bundles[0].clone())).await;
+    assert_eq!(status, 400, "{text}");
+    let one = t.elapsed();
+    eprintln!("one heavy compile: {one:?}");
+
+    // Four at once: one compiles, three wait; a fifth is refused.
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    for bundle in bundles[1..].iter().cloned() {
+        let (s, heavy, done) = (s.clone(), heavy.clone(), done_tx.clone());
+        tokio::spawn(async move {
+            let answer = s.api_raw("POST", "/v1/apps/shop/versions", Some(&heavy), Some(bundle)).await;
+            let _ = done.send(answer);
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, text) =
+        s.api_raw("POST", "/v1/apps/shop/versions", Some(&heavy), Some(bundle_of_one(&slow_to_compile(9, 10)))).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("has 3 compiles waiting already"), "{text}");
+
+    let nice = compile_thread_nice(&s);
+    assert_eq!(nice, vec![10], "one compile thread, below the node's priority");
+
+    let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&quiet), Some(bundle())).await;
+    assert_eq!(status, 201, "{text}");
+    let heavy_done = std::iter::from_fn(|| done_rx.try_recv().ok()).count();
+    assert!(heavy_done <= 1, "the quiet deploy waited for {heavy_done} of the heavy tenant's compiles");
+    for _ in heavy_done..4 {
+        let (status, text) = done_rx.recv().await.unwrap();
+        assert_eq!(status, 400, "{text}");
+    }
+}
+
+/// The niceness of each of the node's compile threads.
+fn compile_thread_nice(s: &Serve) -> Vec<i64> {
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", s.child.id())).unwrap();
+    let mut nice = Vec::new();
+    for task in tasks {
+        let path = task.unwrap().path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if comm.starts_with("wasmkeep-compil") {
+            let stat = std::fs::read_to_string(path.join("stat")).unwrap();
+            // Field 19 (nice), counted after the command's closing parenthesis.
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            nice.push(after.split_whitespace().nth(16).unwrap().parse().unwrap());
+        }
+    }
+    nice
+}

@@ -1,0 +1,262 @@
+//! The node's compiles, shared by tenant. A compile takes seconds of a
+//! core (a JavaScript component about 7 s), so one queue for the node let
+//! one tenant's uploads stall every other tenant's deploys. Here each
+//! tenant has a queue of its own, bounded; at most one of its compiles
+//! runs at a time; the compile threads take the next compile from the
+//! tenant of the lowest pass (stride scheduling by the plan's weight,
+//! charged by the bytes compiled, so a big component costs its tenant
+//! more than a small one); and the threads run at a lower priority than
+//! the node's own, so a compile uses a core the requests leave idle and
+//! yields it to them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex};
+
+use tokio::sync::oneshot;
+
+/// Whose compile it is, and the weight of its plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileOwner {
+    pub tenant: Arc<str>,
+    pub weight: u32,
+}
+
+impl Default for CompileOwner {
+    /// The node's own (`dev`, or a node without tenants).
+    fn default() -> Self {
+        Self { tenant: Arc::from(""), weight: 1 }
+    }
+}
+
+/// A compile not queued: its tenant has as many queued as it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the account has {queued} compiles waiting already; retry when one ends")]
+pub struct CompilesFull {
+    pub queued: usize,
+}
+
+/// The niceness of the compile threads: below the node's request threads.
+const NICE: i32 = 10;
+
+/// One unit of pass per byte at weight 1 (a tenant of weight 10 is
+/// charged a tenth): passes are `u128` so no sum of compiled bytes wraps.
+const STRIDE: u128 = 1 << 20;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Who compiles next: the tenants' queues and passes, pure (no threads).
+#[derive(Default)]
+struct Turns {
+    tenants: HashMap<Arc<str>, Tenant>,
+    /// The pass of the last compile started: a tenant that starts queueing
+    /// starts there, so a tenant that compiled nothing banks no turns.
+    pass: u128,
+    stopping: bool,
+}
+
+struct Tenant {
+    pass: u128,
+    weight: u32,
+    queued: VecDeque<(u64, Job)>,
+    running: bool,
+}
+
+impl Turns {
+    fn push(&mut self, owner: &CompileOwner, cost: u64, job: Job, most_queued: usize) -> Result<(), CompilesFull> {
+        let start = self.pass;
+        let tenant = self.tenants.entry(owner.tenant.clone()).or_insert_with(|| Tenant {
+            pass: start,
+            weight: owner.weight,
+            queued: VecDeque::new(),
+            running: false,
+        });
+        if tenant.queued.len() >= most_queued {
+            return Err(CompilesFull { queued: tenant.queued.len() });
+        }
+        tenant.weight = owner.weight;
+        tenant.queued.push_back((cost, job));
+        Ok(())
+    }
+
+    /// The next compile to run, of the tenant with none running and the
+    /// lowest pass: its tenant is marked running and charged for it.
+    fn next(&mut self) -> Option<(Arc<str>, Job)> {
+        let (name, tenant) =
+            self.tenants.iter_mut().filter(|(_, t)| !t.running && !t.queued.is_empty()).min_by_key(|(_, t)| t.pass)?;
+        let (cost, job) = tenant.queued.pop_front().expect("a queued compile");
+        self.pass = tenant.pass;
+        tenant.pass += u128::from(cost.max(1)) * STRIDE / u128::from(tenant.weight.max(1));
+        tenant.running = true;
+        Some((name.clone(), job))
+    }
+
+    /// `tenant`'s compile ended; a tenant with nothing more is forgotten.
+    fn done(&mut self, tenant: &str) {
+        if let Some(t) = self.tenants.get_mut(tenant) {
+            t.running = false;
+            if t.queued.is_empty() {
+                self.tenants.remove(tenant);
+            }
+        }
+    }
+}
+
+/// The node's compile threads and the tenants' queues.
+pub struct Compiles {
+    shared: Arc<(Mutex<Turns>, Condvar)>,
+    most_queued: usize,
+}
+
+impl Compiles {
+    /// `threads` compile threads (at least one); each tenant may queue
+    /// `most_queued` compiles beyond the one it runs.
+    pub fn new(threads: usize, most_queued: usize) -> Self {
+        let shared: Arc<(Mutex<Turns>, Condvar)> = Arc::default();
+        for i in 0..threads.max(1) {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("wasmkeep-compile-{i}"))
+                .spawn(move || work(&shared))
+                .expect("starting a compile thread");
+        }
+        Self { shared, most_queued }
+    }
+
+    /// Runs `compile` on a compile thread in `owner`'s turn, `cost` (the
+    /// component's bytes) charged to it; refused at once when the tenant
+    /// has as many compiles queued as it may.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        owner: &CompileOwner,
+        cost: u64,
+        compile: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CompilesFull> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            if tx.is_closed() {
+                // Its caller went (an upload whose client left): nothing to do.
+                return;
+            }
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(compile));
+            let _ = tx.send(done);
+        });
+        {
+            let (turns, wake) = &*self.shared;
+            turns.lock().unwrap_or_else(|p| p.into_inner()).push(owner, cost, job, self.most_queued)?;
+            wake.notify_one();
+        }
+        match rx.await.expect("a compile thread answers every job it takes") {
+            Ok(done) => Ok(done),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Compiles {
+    fn drop(&mut self) {
+        let (turns, wake) = &*self.shared;
+        turns.lock().unwrap_or_else(|p| p.into_inner()).stopping = true;
+        wake.notify_all();
+    }
+}
+
+fn work(shared: &(Mutex<Turns>, Condvar)) {
+    lower_priority();
+    let (turns, wake) = shared;
+    let mut state = turns.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if state.stopping {
+            return;
+        }
+        let Some((tenant, job)) = state.next() else {
+            state = wake.wait(state).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        drop(state);
+        job();
+        state = turns.lock().unwrap_or_else(|p| p.into_inner());
+        state.done(&tenant);
+        // The tenant may have another queued, which another thread can take.
+        wake.notify_one();
+    }
+}
+
+/// Lowers this thread's priority: on Linux a thread's niceness is its
+/// own, so the node's other threads keep theirs.
+fn lower_priority() {
+    // SAFETY: `gettid` and `setpriority` take and return plain integers.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let _ = libc::setpriority(libc::PRIO_PROCESS, tid, NICE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(tenant: &str, weight: u32) -> CompileOwner {
+        CompileOwner { tenant: Arc::from(tenant), weight }
+    }
+
+    fn noop() -> Job {
+        Box::new(|| {})
+    }
+
+    #[test]
+    fn each_tenant_runs_one_at_a_time_and_the_quiet_one_goes_next() {
+        let mut turns = Turns::default();
+        for _ in 0..4 {
+            turns.push(&owner("heavy", 1), 12_000_000, noop(), 8).unwrap();
+        }
+        let (first, _) = turns.next().unwrap();
+        assert_eq!(&*first, "heavy");
+        assert!(turns.next().is_none(), "one compile of a tenant at a time");
+        turns.push(&owner("quiet", 1), 20_000, noop(), 8).unwrap();
+        let (second, _) = turns.next().unwrap();
+        assert_eq!(&*second, "quiet", "the quiet tenant does not wait behind the heavy one's queue");
+        turns.done("heavy");
+        turns.done("quiet");
+        assert!(!turns.tenants.contains_key("quiet"), "a tenant with nothing left is forgotten");
+        turns.push(&owner("quiet", 1), 20_000, noop(), 8).unwrap();
+        let (third, _) = turns.next().unwrap();
+        assert_eq!(&*third, "quiet", "it has compiled little: its pass is the lower");
+    }
+
+    #[test]
+    fn turns_follow_the_weights_by_bytes() {
+        let mut turns = Turns::default();
+        for _ in 0..40 {
+            turns.push(&owner("one", 1), 1000, noop(), 100).unwrap();
+            turns.push(&owner("three", 3), 1000, noop(), 100).unwrap();
+        }
+        let mut ran = HashMap::<String, u32>::new();
+        for _ in 0..40 {
+            let (tenant, _) = turns.next().unwrap();
+            turns.done(&tenant);
+            *ran.entry(tenant.to_string()).or_default() += 1;
+        }
+        assert_eq!((ran["one"], ran["three"]), (10, 30));
+    }
+
+    #[test]
+    fn a_tenants_queue_is_bounded() {
+        let mut turns = Turns::default();
+        turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
+        turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
+        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompilesFull { queued: 2 });
+        turns.push(&owner("b", 1), 1, noop(), 2).unwrap();
+        let _running = turns.next().unwrap();
+        turns.push(&owner("a", 1), 1, noop(), 2).expect("the running one is not queued");
+    }
+
+    #[tokio::test]
+    async fn compiles_run_on_their_threads_and_answer() {
+        let compiles = Compiles::new(2, 4);
+        let on = compiles.run(&owner("a", 1), 10, || std::thread::current().name().map(str::to_owned)).await;
+        assert!(on.unwrap().unwrap().starts_with("wasmkeep-compile-"));
+        let (a, node) = (owner("a", 1), CompileOwner::default());
+        let both = tokio::join!(compiles.run(&a, 10, || 1), compiles.run(&node, 10, || 2));
+        assert_eq!(both, (Ok(1), Ok(2)));
+    }
+}
