@@ -715,12 +715,18 @@ impl Node {
         }
         // Each distinct component is compiled once, whatever the number of
         // classes naming it, and every one is checked before any is stored.
+        // Classes sharing one buffer (a bundle's component) are matched by
+        // pointer, so that only distinct buffers are hashed here, on the
+        // upload's task: at most the upload's bytes.
         let mut distinct: Vec<(String, Arc<[u8]>)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let of_class: Vec<usize> = spec
             .classes
             .iter()
             .map(|c| {
+                if let Some(i) = distinct.iter().position(|(_, wasm)| Arc::ptr_eq(wasm, &c.wasm)) {
+                    return i;
+                }
                 *index.entry(wasmkeep_runtime::component_hash(&c.wasm)).or_insert_with(|| {
                     distinct.push((c.name.to_string(), c.wasm.clone()));
                     distinct.len() - 1

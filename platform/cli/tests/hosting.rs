@@ -169,6 +169,34 @@ async fn the_api_cuts_slow_heads_and_slow_bodies() {
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
 
+/// Item 3: a body sent in small chunks takes of the budget what its bytes
+/// fill, not a unit a chunk; a body that could never fit the API's budget
+/// is `413`, not a `503` to retry.
+#[tokio::test]
+async fn chunked_bodies_take_what_their_bytes_fill_and_bodies_that_never_fit_are_413() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits_file(dir.path(), &format!("api_body_bytes = {}\n", 1 << 20));
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    // A sign-up of 3,000 bytes in one-byte chunks: 3 KiB of a 1 MiB budget
+    // (a KiB a chunk would be three times the budget).
+    let name = "{\"name\": \"chunky\"";
+    let body = format!("{name}{}}}", " ".repeat(3000 - name.len() - 1));
+    assert_eq!(body.len(), 3000);
+    let chunks: String = body.chars().map(|c| format!("1\r\n{c}\r\n")).collect();
+    let request = format!(
+        "POST /v1/tenants HTTP/1.1\r\nhost: api\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{chunks}0\r\n\r\n"
+    );
+    let answer = raw(api_addr(&s), "127.0.0.1", &request).await;
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    // An upload declaring more than the node's API holds at once.
+    let token = answer.split("\"token\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&token), None).await.0, 201);
+    let upload = upload_in_flight(&s, &token, "shop", 2 << 20).await;
+    let answer = upload.answer(Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("the upload is larger than this node's API takes at once (1048576 bytes)"), "{answer}");
+}
+
 /// A bundle naming one component from `classes` classes.
 fn many_classes(classes: usize) -> Vec<u8> {
     let named: serde_json::Map<String, Value> =
@@ -297,7 +325,7 @@ async fn concurrent_uploads_are_bounded_per_tenant_and_across_the_node() {
     let big = upload_in_flight(&s, &tokens[0], "shop", 7 * mib / 2).await;
     let answer = big.answer(Duration::from_secs(2)).await;
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(answer.contains("hold their share of this node already"), "{answer}");
+    assert!(answer.contains("the account's bodies hold their share of this node's API"), "{answer}");
 
     // The node's: two other tenants fill it (2 + 5 + 5 of 12 MiB); the
     // quiet tenant's upload waits for the grace, then 503 ...

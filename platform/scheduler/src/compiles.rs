@@ -70,7 +70,9 @@ impl Turns {
             queued: VecDeque::new(),
             running: false,
         });
-        if tenant.queued.len() >= most_queued {
+        // A tenant with none running may always start one: the bound is on
+        // what waits beyond it.
+        if tenant.queued.len() >= most_queued + usize::from(!tenant.running) {
             return Err(CompilesFull { queued: tenant.queued.len() });
         }
         tenant.weight = owner.weight;
@@ -241,13 +243,26 @@ mod tests {
 
     #[test]
     fn a_tenants_queue_is_bounded() {
+        // Two may wait beyond the one running: with none running yet, the
+        // one to start and two more.
         let mut turns = Turns::default();
-        turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
-        turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
+        for _ in 0..3 {
+            turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
+        }
+        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompilesFull { queued: 3 });
+        turns.push(&owner("b", 1), 1, noop(), 2).expect("another tenant's queue is its own");
+        let mut ran = Vec::new();
+        while let Some((tenant, _)) = turns.next() {
+            ran.push(tenant);
+        }
+        assert_eq!(ran.len(), 2, "one of each at a time: {ran:?}");
         assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompilesFull { queued: 2 });
-        turns.push(&owner("b", 1), 1, noop(), 2).unwrap();
-        let _running = turns.next().unwrap();
-        turns.push(&owner("a", 1), 1, noop(), 2).expect("the running one is not queued");
+        turns.done("a");
+        turns.push(&owner("a", 1), 1, noop(), 2).expect("its running one ended");
+        let mut none_waiting = Turns::default();
+        none_waiting.push(&owner("a", 1), 1, noop(), 0).expect("with none running, one may always start");
+        let _running = none_waiting.next().unwrap();
+        assert!(none_waiting.push(&owner("a", 1), 1, noop(), 0).is_err(), "and none may wait");
     }
 
     #[tokio::test]

@@ -33,7 +33,11 @@ async fn find_with_record(
     let reference = Arc::new(AppRef { id: record.id, tenant: tenant.clone(), name });
     // The node holds every app of the store (loaded at start, added on creation).
     if service.node.app_ref(record.id).is_none() {
-        service.node.restore((*reference).clone()).await.map_err(ApiError::internal)?;
+        service.node.restore((*reference).clone()).await.map_err(|e| match e {
+            // The tenant's compiles are queued full: its own doing, for now.
+            DeployFailure::CompilesFull(full) => ApiError::busy(full.to_string()),
+            other => ApiError::internal(other),
+        })?;
     }
     Ok((reference, record))
 }

@@ -46,7 +46,9 @@ struct Held {
 pub struct BodyShare {
     _permits: Vec<OwnedSemaphorePermit>,
     tenant: Option<(TenantId, Tenants)>,
+    /// Of the tenant's, in bytes; of the node's, in units.
     bytes: u64,
+    units: u64,
     upload: bool,
 }
 
@@ -105,7 +107,7 @@ impl BodyBudget {
         // client's: it does not count against the body's pace.
         let mut waited = std::time::Duration::ZERO;
         if let Some(n) = declared.filter(|n| *n > 0) {
-            waited += self.take(&mut share, n, what).await?;
+            waited += self.take(&mut share, n.div_ceil(UNIT), what).await?;
         }
         let mut bytes = BytesMut::new();
         let mut body = body;
@@ -123,7 +125,11 @@ impl BodyBudget {
                 return Err(too_large());
             }
             if declared.is_none() {
-                waited += self.take(&mut share, data.len() as u64, what).await?;
+                // The units its bytes fill so far, whatever its frames' sizes.
+                let more = (received + data.len() as u64).div_ceil(UNIT).saturating_sub(share.units);
+                if more > 0 {
+                    waited += self.take(&mut share, more, what).await?;
+                }
             } else if received + data.len() as u64 > declared.unwrap_or(0) {
                 // More than declared: hyper refuses it; never count past.
                 return Err(ApiError::bad_request(format!("{what} could not be read")));
@@ -148,26 +154,31 @@ impl BodyBudget {
             }
             held.uploads += 1;
         }
-        Ok(BodyShare { _permits: Vec::new(), tenant, bytes: 0, upload })
+        Ok(BodyShare { _permits: Vec::new(), tenant, bytes: 0, units: 0, upload })
     }
 
-    /// Takes `bytes` more of the budgets for `share`: of the tenant's at
-    /// once or `503`, then of the node's, waiting at most the grace. How
-    /// long it waited.
-    async fn take(&self, share: &mut BodyShare, bytes: u64, what: &str) -> Result<std::time::Duration, ApiError> {
-        let units = bytes.div_ceil(UNIT);
-        let units = match u32::try_from(units) {
-            Ok(units) if units <= self.capacity => units,
-            _ => return Err(ApiError::busy(format!("{what} is larger than this node's API takes at once"))),
+    /// Takes `units` more of the budgets for `share`: of the tenant's at
+    /// once or `503`, then of the node's, waiting at most the grace; a body
+    /// that could never fit is `413`. How long it waited.
+    async fn take(&self, share: &mut BodyShare, units: u64, what: &str) -> Result<std::time::Duration, ApiError> {
+        let never = |whose: &str, bytes: u64| {
+            let message = format!("{what} is larger than {whose} ({bytes} bytes)");
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
         };
+        let total = share.units + units;
+        if total > u64::from(self.capacity) {
+            return Err(never("this node's API takes at once", u64::from(self.capacity) * UNIT));
+        }
+        if share.tenant.is_some() && total * UNIT > self.per_tenant_bytes {
+            return Err(never("one account's share of this node's API", self.per_tenant_bytes));
+        }
+        let units = units as u32;
         if let Some((tenant, tenants)) = &share.tenant {
             let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
             let held = tenants.entry(tenant.clone()).or_default();
             let taken = u64::from(units) * UNIT;
             if held.bytes + taken > self.per_tenant_bytes {
-                return Err(ApiError::busy(
-                    "the account's uploads hold their share of this node already; retry shortly",
-                ));
+                return Err(ApiError::busy("the account's bodies hold their share of this node's API; retry shortly"));
             }
             held.bytes += taken;
             share.bytes += taken;
@@ -184,6 +195,7 @@ impl BodyBudget {
             }
         };
         share._permits.push(permit);
+        share.units += u64::from(units);
         Ok(asked.elapsed())
     }
 
