@@ -346,3 +346,80 @@ async fn an_outbound_request_carries_its_events_trace_context() {
     }
     assert!(!heads[2].contains("traceparent"), "{}", heads[2]);
 }
+
+/// An upstream that takes connections and never answers: each one a guest
+/// opens stays open. Answers its URL and how many it holds.
+async fn silent_upstream() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = held.clone();
+    tokio::spawn(async move {
+        let mut kept = Vec::new();
+        loop {
+            let (conn, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            kept.push(conn);
+        }
+    });
+    (url, held)
+}
+
+/// Issue 23 (a review's finding): a guest's outbound connections are
+/// descriptors of the node, bounded per tenant (and across the node): a
+/// front whose upstream never answers holds its tenant's 4 connections,
+/// and the next request fails `connection-limit-reached` at once instead
+/// of opening a fifth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_guests_hold_at_most_its_outbound_connections() {
+    let (url, held) = silent_upstream().await;
+    let limits = wasmkeep_core::Limits {
+        egress_connections_per_tenant: 4,
+        front_slots: 20,
+        front_slots_per_client: 20,
+        pool_instances: 50,
+        ..test_limits()
+    };
+    let spec = VersionSpec { front: Some(guests().front.clone()), classes: vec![], ..Default::default() };
+    let n = std::sync::Arc::new(TestNode::start(limits, spec).await);
+    let plan: wasmkeep_core::plan::Plan = wasmkeep_core::plan::Plan {
+        weight: 1,
+        apps: 3,
+        versions_kept: 10,
+        upload_bytes: 1 << 25,
+        requests_per_second: 1000,
+        request_burst: 1000,
+        events_per_second_per_actor: 1000,
+        resident_actors: 100,
+        actor_creations_per_second: 100,
+        actors: 1000,
+        sockets: 100,
+        storage_bytes_per_actor: 1 << 20,
+        storage_bytes: 1 << 30,
+        egress_requests_per_second: 1000,
+        allowed_hosts: None,
+        limits: Default::default(),
+    };
+    n.node.set_tenant_plan(&wasmkeep_core::TenantId::parse("t").unwrap(), Some(std::sync::Arc::new(plan)));
+    let path = format!("/fetch?url={}", enc(&url));
+    let waiting: Vec<_> = (0..4)
+        .map(|_| {
+            let (n, path) = (n.clone(), path.clone());
+            tokio::spawn(async move { n.get(&path).await })
+        })
+        .collect();
+    for _ in 0..100 {
+        if held.load(std::sync::atomic::Ordering::SeqCst) == 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 4, "the four requests are open upstream");
+    let refused = n.get(&path).await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    assert_eq!(refused.json()["error"], "ErrorCode::ConnectionLimitReached", "{}", refused.body);
+    assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 4, "no fifth connection was opened");
+    for w in waiting {
+        w.abort();
+    }
+}

@@ -86,6 +86,8 @@ pub(crate) fn engine_config(limits: &Limits) -> EngineConfig {
     EngineConfig {
         instances: limits.pool_instances,
         memory_bytes: limits.memory_bytes,
+        guest_memory_bytes: limits.guest_memory(wasmkeep_runtime::machine_memory().unwrap_or(u64::MAX)),
+        host_call_bytes: wasmkeep_runtime::host_call_bytes(limits),
         busy_guests: 1,
         logs: Arc::new(logs),
     }
@@ -118,7 +120,7 @@ impl RawGuest {
         component: &Arc<wasmkeep_runtime::ActorComponent<MemoryHost>>,
     ) -> Result<wasmkeep_runtime::ActorInstance<MemoryHost>, String> {
         let ends = Instant::now() + Duration::from_secs(30);
-        let cpu = wasmkeep_runtime::CpuShare::default();
+        let cpu = wasmkeep_runtime::GuestShare::default();
         component
             .instantiate(MemoryHost::default(), self.label.clone(), self.egress.clone(), cpu, ends)
             .await

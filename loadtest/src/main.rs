@@ -20,6 +20,7 @@
 //! target/release/wasmkeep-loadtest cluster-call-many  # 16 callees over three nodes at once vs one
 //! target/release/wasmkeep-loadtest tracing-cost       # http-events and front with traces off, on, sampled
 //! target/release/wasmkeep-loadtest cluster-broadcast  # a room's sockets relayed through other nodes vs direct
+//! target/release/wasmkeep-loadtest shared-node        # a quiet tenant beside memory, aliasing and upload neighbours
 //! ```
 
 mod call;
@@ -36,6 +37,7 @@ mod load;
 mod memory_burst;
 mod probe_node;
 mod probe_process;
+mod shared_node;
 mod sockets;
 mod stats;
 mod tracing_cost;
@@ -75,7 +77,8 @@ fn main() -> ExitCode {
         "cluster-broadcast" => cluster_broadcast::run(rest),
         "tracing-cost" => tracing_cost::run(rest),
         "languages" => languages::run(rest),
-            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast|tracing-cost|languages [--flag value]..."
+        "shared-node" => shared_node::run(rest),
+            _ => Err("usage: wasmkeep-loadtest http-events|wake|instantiate|call|call-many|front|sockets-broadcast|sockets-memory|isolation|fairness|memory-burst|cluster-call|cluster-call-many|cluster-broadcast|tracing-cost|languages|shared-node [--flag value]..."
                 .to_string()),
         };
     match result {

@@ -358,9 +358,9 @@ async fn execute(
             let host =
                 ActorEventHost::new(node.clone(), envelope.app.clone(), app.stored.clone(), actor.clone(), context);
             let label = GuestLabel::actor(&envelope.app, &actor.address);
-            let cpu = node.cpu_share(&envelope.app);
+            let share = node.guest_share(&envelope.app);
             let instance =
-                class.component.instantiate(host, label, app.egress(), cpu, ends).await.map_err(from_failure)?;
+                class.component.instantiate(host, label, app.egress(), share, ends).await.map_err(from_failure)?;
             slot.insert(instance)
         }
     };

@@ -181,5 +181,19 @@ pub(crate) async fn admit(
             None => return Err(no_capacity(Instant::now(), envelope.deadline)),
         }
     }
+    // Memory: a new instance needs room in the guests' budget for its
+    // first memory, made by the tenants' shares as the pool's is.
+    if residence.instance.is_none() {
+        let now = Instant::now();
+        let until = now + capacity_wait(arrived, limits.admission_wait(), envelope.deadline, now);
+        let share = node.guest_share(&envelope.app);
+        if let Err(refusal) = node.memory_room(&share, class.component.initial_memory(), until).await {
+            return Err(if refusal == Refusal::Capacity {
+                no_capacity(Instant::now(), envelope.deadline)
+            } else {
+                refusal
+            });
+        }
+    }
     Ok(Admitted { app, class, actor, epoch, values, limits })
 }

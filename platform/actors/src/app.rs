@@ -165,6 +165,8 @@ pub(crate) struct Tenant {
     /// of the port's budget (counted; their shares are weighed as taken).
     pub requests: Share,
     pub body_bytes: Arc<std::sync::atomic::AtomicU64>,
+    /// Its guests' outbound connections open now (`egress_connections_per_tenant`).
+    pub egress_open: Share,
 }
 
 impl<A: ActorHost, F: GuestHost> Default for Apps<A, F> {
@@ -196,12 +198,13 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             return;
         };
         // What the tenant holds stays counted under the new caps.
-        let (residents, sockets, front_slots, requests, body_bytes) = match self.tenants.get(tenant) {
+        let (residents, sockets, front_slots, requests, body_bytes, egress_open) = match self.tenants.get(tenant) {
             Some(old) => {
                 old.residents.set_cap(plan.resident_actors);
                 old.sockets.set_cap(plan.sockets);
                 let (slots, requests) = (old.front_slots.clone(), old.requests.clone());
-                (old.residents.clone(), old.sockets.clone(), slots, requests, old.body_bytes.clone())
+                let (body_bytes, egress_open) = (old.body_bytes.clone(), old.egress_open.clone());
+                (old.residents.clone(), old.sockets.clone(), slots, requests, body_bytes, egress_open)
             }
             None => (
                 Share::new(plan.resident_actors),
@@ -209,6 +212,7 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
                 Share::new(u32::MAX),
                 Share::new(u32::MAX),
                 Arc::default(),
+                Share::new(limits.egress_connections_per_tenant),
             ),
         };
         let rates = TenantRates::new(Rates {
@@ -219,8 +223,18 @@ impl<A: ActorHost, F: GuestHost> Apps<A, F> {
             egress: plan.egress_requests_per_second,
         });
         let limits = Arc::new(limits);
-        let entry =
-            Tenant { id: tenant.clone(), plan, limits, rates, residents, sockets, front_slots, requests, body_bytes };
+        let entry = Tenant {
+            id: tenant.clone(),
+            plan,
+            limits,
+            rates,
+            residents,
+            sockets,
+            front_slots,
+            requests,
+            body_bytes,
+            egress_open,
+        };
         self.tenants.insert(tenant.clone(), Arc::new(entry));
     }
 

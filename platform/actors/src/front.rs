@@ -97,13 +97,16 @@ impl Node {
         };
         let label = GuestLabel::front(&entry.reference);
         // The runtime logs a failure, one line, where it happens.
-        let cpu = self.0.cpu_share(&entry.reference);
+        let share = self.0.guest_share(&entry.reference);
+        let until = Instant::now() + host.limits.front_slot_wait();
+        node.memory_room(&share, front.initial_memory(), until).await.map_err(|_| FrontError::Busy)?;
         // Its time until its answer's head is counted (the body it writes
         // after runs on, uncounted).
-        let handled = front.handle(host, label, entry.egress(), cpu, request, ends);
+        let handled = front.handle(host, label, entry.egress(), share, request, ends);
         entry.usage.front(Some(&entry.metrics), handled).await.map_err(|f| match f {
             EventFailure::Wall => FrontError::Wall,
             EventFailure::Trap(_) => FrontError::Trapped,
+            EventFailure::NoMemory => FrontError::Busy,
         })
     }
 }

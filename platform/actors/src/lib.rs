@@ -31,7 +31,7 @@ use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
     RefusalReason, TenantId, TraceContext, deadline,
 };
-use wasmkeep_runtime::{CpuShare, Egress, EngineConfig, Runtime};
+use wasmkeep_runtime::{Egress, EngineConfig, GuestShare, Runtime, machine_memory};
 use wasmkeep_scheduler::{CompileOwner, FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, UsageCounts, ValueSeal, value_context};
@@ -115,6 +115,8 @@ type CompiledVersion = (
 /// A tenant's bound on its guests' outbound requests.
 struct TenantEgress {
     tenant: Arc<app::Tenant>,
+    /// The node's outbound connections open now (`egress_connections`).
+    node_open: wasmkeep_scheduler::Share,
     metrics: Arc<Metrics>,
 }
 
@@ -125,6 +127,12 @@ impl wasmkeep_runtime::EgressQuota for TenantEgress {
             self.metrics.quota_refusals.inc(self.tenant.id.as_str(), Quota::Egress);
         }
         taken
+    }
+
+    fn open(&self) -> Option<Box<dyn Send + Sync>> {
+        let tenant = self.tenant.egress_open.take()?;
+        let node = self.node_open.take()?;
+        Some(Box::new((tenant, node)))
     }
 }
 
@@ -215,6 +223,8 @@ pub(crate) struct NodeInner {
     pub draining: tokio::sync::watch::Sender<Option<Instant>>,
     /// Resident actors waiting for an event, per tenant with a plan.
     pub idle: IdleActors<TenantId, MailboxKey>,
+    /// Guests' outbound connections open now, across the node.
+    pub(crate) egress_open: wasmkeep_scheduler::Share,
 }
 
 impl NodeInner {
@@ -242,12 +252,24 @@ impl NodeInner {
         self.tenant(app).map_or_else(|| self.limits.clone(), |t| t.limits.clone())
     }
 
-    /// Whose guests `app`'s are at the CPU gate, and their weight.
-    pub(crate) fn cpu_share(&self, app: &AppRef) -> CpuShare {
+    /// Whose guests `app`'s are at the CPU gate and in the memory budget,
+    /// their weight, and their plan's memory limit.
+    pub(crate) fn guest_share(&self, app: &AppRef) -> GuestShare {
         match self.tenant(app) {
-            Some(tenant) => CpuShare { tenant: Arc::from(tenant.id.as_str()), weight: tenant.plan.weight },
-            None => CpuShare::default(),
+            Some(tenant) => GuestShare {
+                tenant: Arc::from(tenant.id.as_str()),
+                weight: tenant.plan.weight,
+                memory_bytes: Some(tenant.limits.memory_bytes),
+            },
+            None => GuestShare::default(),
         }
+    }
+
+    /// Room in the guests' memory budget for a new instance of `share`
+    /// taking `bytes` as it starts, made by hibernating idle actors by the
+    /// tenants' shares (`MemoryBudget::room`); none by `until` is `503`.
+    pub(crate) async fn memory_room(&self, share: &GuestShare, bytes: u64, until: Instant) -> Result<(), Refusal> {
+        if self.runtime.memory().room(share, bytes, until).await { Ok(()) } else { Err(Refusal::Capacity) }
     }
 
     /// The app's tenant, when it has a plan (a hosted node's tenants).
@@ -270,7 +292,8 @@ impl NodeInner {
             }
             _ => self.egress.clone(),
         };
-        let quota = Arc::new(TenantEgress { tenant, metrics: self.metrics.clone() });
+        let quota =
+            Arc::new(TenantEgress { tenant, node_open: self.egress_open.clone(), metrics: self.metrics.clone() });
         Egress::for_app(label.clone(), policy, self.egress_tls.clone()).with_quota(quota)
     }
 
@@ -308,6 +331,13 @@ impl NodeInner {
     }
 }
 
+impl wasmkeep_runtime::MemoryRelief for NodeInner {
+    fn hibernate_idle(&self, tenant: &str) -> bool {
+        let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
+        apps.tenants().find(|t| t.id.as_str() == tenant).is_some_and(|t| self.idle.evict_oldest(&t.id))
+    }
+}
+
 impl Node {
     pub fn new(config: NodeConfig, store: Arc<dyn Store>) -> anyhow::Result<Self> {
         Self::start(config, store, None)
@@ -334,13 +364,15 @@ impl Node {
         let engine = EngineConfig {
             instances: config.limits.pool_instances,
             memory_bytes: config.limits.memory_bytes,
+            guest_memory_bytes: config.limits.guest_memory(machine_memory().unwrap_or(u64::MAX)),
+            host_call_bytes: wasmkeep_runtime::host_call_bytes(&config.limits),
             busy_guests: config.limits.busy_guests(cores),
             logs: logs.clone(),
         };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
         let egress_tls =
             wasmkeep_runtime::egress_tls::client_config(&config.egress_roots).map_err(anyhow::Error::msg)?;
-        Ok(Self(Arc::new_cyclic(|node| NodeInner {
+        let inner = Arc::new_cyclic(|node| NodeInner {
             id: config.id,
             egress: Arc::new(config.egress),
             egress_tls,
@@ -373,13 +405,18 @@ impl Node {
             last_events: residence::LastEvents::default(),
             draining: tokio::sync::watch::Sender::new(None),
             idle: IdleActors::default(),
+            egress_open: wasmkeep_scheduler::Share::new(config.limits.egress_connections),
             limits: Arc::new(config.limits),
             runtime,
             compiles,
             store,
             apps: RwLock::new(app::Apps::default()),
             values: config.values,
-        })))
+        });
+        // Memory is made room in by hibernating idle actors (`memory_room`).
+        let node: std::sync::Weak<NodeInner> = Arc::downgrade(&inner);
+        inner.runtime.memory().set_relief(node);
+        Ok(Self(inner))
     }
 
     pub fn limits(&self) -> &Limits {
@@ -455,6 +492,11 @@ impl Node {
     /// Calls the node's fronts have waiting now.
     pub fn front_calls_waiting(&self) -> usize {
         self.0.front_waits.waiting()
+    }
+
+    /// The budget all guests' memories share (`guest_memory_bytes`).
+    pub fn guest_memory(&self) -> &wasmkeep_runtime::MemoryBudget {
+        self.0.runtime.memory()
     }
 
     /// Actors holding a pool instance now.

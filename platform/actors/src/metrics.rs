@@ -49,6 +49,17 @@ impl Source for Node {
             "Actors with a task on this node (resident, or about to hibernate), by tenant and app.",
             resident.into_iter().map(|(k, n)| (app_labels(k), n)),
         );
+        let memory = self.0.runtime.memory();
+        out.gauge(
+            "wasmkeep_guest_memory_bytes",
+            "Linear memory the guests of a tenant hold on this node, charged against the guests' budget.",
+            memory.held_by_tenants().into_iter().map(|(tenant, n)| (vec![("tenant", tenant.to_string())], n)),
+        );
+        out.gauge(
+            "wasmkeep_guest_memory_budget_bytes",
+            "What all guests of this node may hold together (guest_memory_bytes); tenants share it by weight.",
+            [(Labels::new(), memory.budget())],
+        );
         out.gauge(
             "wasmkeep_open_sockets",
             "WebSockets open on this node's actors, by tenant and app.",

@@ -484,12 +484,14 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
     let descriptors = wasmkeep_listener::raise_descriptor_limit();
     let budget = node.limits().descriptor_budget(descriptors);
     let share = format!(
-        "public port {}, API {}, metrics {}, {} kept for the node",
+        "public port {}, API {}, metrics {}, guests' outbound {}, {} kept for the node",
         budget.public.connections,
         budget.api.connections,
         budget.metrics.connections,
+        node.limits().egress_connections,
         wasmkeep_core::limits::DESCRIPTOR_RESERVE
     );
+    tracing::info!("guest memory: {} MiB for all guests, shared by weight", node.guest_memory().budget() >> 20);
     if budget.fits {
         tracing::info!("descriptors: {descriptors} ({share})");
     } else {

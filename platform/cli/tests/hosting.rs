@@ -5,55 +5,13 @@
 
 mod common;
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::io::AsyncWriteExt;
 use wasmkeep_tests::guests;
-
-fn limits_file(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("limits.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn api_addr(s: &Serve) -> SocketAddr {
-    s.api.trim_start_matches("http://").parse().unwrap()
-}
-
-/// A connection to `to` from the loopback address `from` (any of
-/// 127.0.0.0/8 is this machine): each is a client address of its own.
-async fn connect_from(to: SocketAddr, from: &str) -> std::io::Result<TcpStream> {
-    let socket = TcpSocket::new_v4()?;
-    socket.bind(SocketAddr::new(from.parse::<IpAddr>().unwrap(), 0))?;
-    socket.connect(to).await
-}
-
-/// Whether the server closes `tcp` within `limit`: what it sent before.
-async fn closed_within(tcp: &mut TcpStream, limit: Duration) -> Option<String> {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = tokio::time::timeout(limit, async {
-        loop {
-            match tcp.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-            }
-        }
-    });
-    read.await.ok().map(|()| String::from_utf8_lossy(&seen).into_owned())
-}
-
-/// One request over a fresh connection: the answer's status line and body.
-async fn raw(to: SocketAddr, from: &str, request: &str) -> String {
-    let mut tcp = connect_from(to, from).await.unwrap();
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    closed_within(&mut tcp, Duration::from_secs(10)).await.expect("an answer and a close")
-}
 
 fn rss_kib(s: &Serve) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
@@ -191,7 +149,7 @@ async fn chunked_bodies_take_what_their_bytes_fill_and_bodies_that_never_fit_are
     // An upload declaring more than the node's API holds at once.
     let token = answer.split("\"token\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
     assert_eq!(s.api("PUT", "/v1/apps/shop", Some(&token), None).await.0, 201);
-    let upload = upload_in_flight(&s, &token, "shop", 2 << 20).await;
+    let mut upload = upload_in_flight(&s, &token, "shop", 2 << 20, 1).await;
     let answer = upload.answer(Duration::from_secs(5)).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains("the upload is larger than this node's API takes at once (1048576 bytes)"), "{answer}");
@@ -233,51 +191,6 @@ async fn one_component_named_by_many_classes_is_held_once() {
     }
 }
 
-/// An upload held in flight: its body's bytes trickle in, a byte every
-/// half second, fast enough for a minimum rate of one byte a second.
-struct InFlight {
-    read: tokio::net::tcp::OwnedReadHalf,
-    trickle: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.trickle.abort();
-    }
-}
-
-impl InFlight {
-    /// Whether it is still in flight (no answer yet).
-    async fn still(&mut self) -> bool {
-        let mut buf = [0u8; 256];
-        tokio::time::timeout(Duration::from_millis(100), self.read.read(&mut buf)).await.is_err()
-    }
-
-    /// Its answer, which comes within `limit`.
-    async fn answer(mut self, limit: Duration) -> String {
-        let mut seen = Vec::new();
-        let _ = tokio::time::timeout(limit, self.read.read_to_end(&mut seen)).await;
-        String::from_utf8_lossy(&seen).into_owned()
-    }
-}
-
-/// Starts an upload of `declared` bytes for `token`'s app `app`.
-async fn upload_in_flight(s: &Serve, token: &str, app: &str, declared: usize) -> InFlight {
-    let tcp = connect_from(api_addr(s), "127.0.0.1").await.unwrap();
-    let (read, mut write) = tcp.into_split();
-    let head = format!(
-        "POST /v1/apps/{app}/versions HTTP/1.1\r\nhost: api\r\nauthorization: Bearer {token}\r\n\
-         content-length: {declared}\r\n\r\n{{"
-    );
-    write.write_all(head.as_bytes()).await.unwrap();
-    let trickle = tokio::spawn(async move {
-        while write.write_all(b" ").await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
-    InFlight { read, trickle }
-}
-
 async fn upload(s: &Serve, token: &str) -> (u16, String) {
     s.api_raw("POST", "/v1/apps/shop/versions", Some(token), Some(bundle())).await
 }
@@ -308,8 +221,9 @@ async fn concurrent_uploads_are_bounded_per_tenant_and_across_the_node() {
     }
 
     // One tenant: two uploads in flight, then its third is refused at once.
-    let mut a1 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib).await;
-    let mut a2 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib).await;
+    // Each holds what it has sent: all but a KiB of what it declares.
+    let mut a1 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib, 2 * mib - 1024).await;
+    let mut a2 = upload_in_flight(&s, &tokens[0], "shop", 2 * mib, 2 * mib - 1024).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t = Instant::now();
     let (status, text) = upload(&s, &tokens[0]).await;
@@ -322,15 +236,15 @@ async fn concurrent_uploads_are_bounded_per_tenant_and_across_the_node() {
     // once.
     drop(a2);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let big = upload_in_flight(&s, &tokens[0], "shop", 7 * mib / 2).await;
+    let mut big = upload_in_flight(&s, &tokens[0], "shop", 7 * mib / 2, 7 * mib / 2 - 1024).await;
     let answer = big.answer(Duration::from_secs(2)).await;
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("the account's bodies hold their share of this node's API"), "{answer}");
 
     // The node's: two other tenants fill it (2 + 5 + 5 of 12 MiB); the
     // quiet tenant's upload waits for the grace, then 503 ...
-    let mut b = upload_in_flight(&s, &tokens[1], "shop", 5 * mib).await;
-    let mut c = upload_in_flight(&s, &tokens[2], "shop", 5 * mib).await;
+    let mut b = upload_in_flight(&s, &tokens[1], "shop", 5 * mib, 5 * mib - 1024).await;
+    let mut c = upload_in_flight(&s, &tokens[2], "shop", 5 * mib, 5 * mib - 1024).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t = Instant::now();
     let (status, text) = upload(&s, &tokens[3]).await;
@@ -437,4 +351,161 @@ fn compile_thread_nice(s: &Serve) -> Vec<i64> {
         }
     }
     nice
+}
+
+/// The guests' memory held by `tenant`, from the metrics listener, in MiB.
+async fn memory_mib(s: &Serve, tenant: &str) -> f64 {
+    s.metric(&format!("wasmkeep_guest_memory_bytes{{tenant=\"{tenant}\"}}")).await / (1 << 20) as f64
+}
+
+/// Item 5: the guests' memory is one budget, charged at instantiation and
+/// at each grow, shared by weight. A free tenant filling its actors with
+/// 60 MiB each meets its share (half the budget while alone, room kept
+/// for a tenant yet to come): its grows past it fail. A pro tenant that
+/// comes then is served every one of its actors' (70 MiB, then 6 × 60): the free
+/// tenant's idle actors hibernate to make room. The node's RSS stays
+/// within the budget throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_filling_its_memory_meets_its_share_and_another_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget_mib = 600;
+    let limits = limits_file(dir.path(), &format!("guest_memory_bytes = {}\nidle_secs = 600.0\n", budget_mib << 20));
+    let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
+    let s = Serve::start(&dir.path().join("data"), &extra);
+    let operator = s.operator_token();
+    assert_eq!(s.metric("wasmkeep_guest_memory_budget_bytes").await, (budget_mib << 20) as f64);
+    let hog = signup(&s, "hog").await;
+    deploy(&s, &hog, "fill").await;
+    let (status, body) =
+        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "calm", "plan": "pro"}))).await;
+    assert_eq!(status, 201, "{body}");
+    let calm = body["token"].as_str().unwrap().to_owned();
+    deploy(&s, &calm, "quiet").await;
+    let before = rss_kib(&s);
+
+    // The free plan's guests have 64 MiB each, not the node's 128.
+    let (status, _) = s.public("fill.hog.localhost", "/actor/probe/big/alloc?mb=70").await;
+    assert_eq!(status, 500, "past its plan's memory_bytes, a guest's grow fails");
+    let mut served = 0;
+    for i in 0..8 {
+        let (status, text) = s.public("fill.hog.localhost", &format!("/actor/probe/h{i}/alloc?mb=60")).await;
+        match status {
+            200 => served += 1,
+            500 => {}
+            other => panic!("h{i}: {other} {text}"),
+        }
+    }
+    let hog_held = memory_mib(&s, "hog").await;
+    assert!((3..=4).contains(&served), "the free tenant kept {served} actors of 60 MiB");
+    assert!(hog_held <= (budget_mib / 2) as f64, "alone, it holds {hog_held} MiB, over half the budget");
+
+    let (status, _) = s.public("quiet.calm.localhost", "/actor/probe/big/alloc?mb=70").await;
+    assert_eq!(status, 200, "the pro plan's guests have the node's");
+    for i in 0..6 {
+        let (status, text) = s.public("quiet.calm.localhost", &format!("/actor/probe/q{i}/alloc?mb=60")).await;
+        assert_eq!(status, 200, "the pro tenant's actor q{i}: {text}");
+    }
+    let (calm_held, hog_after) = (memory_mib(&s, "calm").await, memory_mib(&s, "hog").await);
+    assert!(calm_held >= 6.0 * 60.0 + 70.0, "the pro tenant holds {calm_held} MiB");
+    assert!(hog_after < hog_held, "the free tenant's idle actors hibernated: {hog_held} -> {hog_after} MiB");
+    assert!(calm_held + hog_after <= budget_mib as f64, "{calm_held} + {hog_after} MiB held");
+    let grown = rss_kib(&s).saturating_sub(before) / 1024;
+    assert!(grown <= budget_mib + 128, "the node grew by {grown} MiB against a {budget_mib} MiB budget");
+}
+
+/// Item 5: a new instance the budget has no room for waits for memory
+/// given back, and past the admission wait is refused `503` with
+/// `Retry-After`; once the holders are idle, theirs hibernate (the
+/// furthest over their share first) and it is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_instance_with_no_room_in_the_budget_is_refused_then_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget_mib = 400;
+    let limits = limits_file(
+        dir.path(),
+        &format!("guest_memory_bytes = {}\nidle_secs = 600.0\nadmission_wait_secs = 2.0\n", budget_mib << 20),
+    );
+    let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
+    let s = std::sync::Arc::new(Serve::start(&dir.path().join("data"), &extra));
+    let operator = s.operator_token();
+    let hog = signup(&s, "hog").await;
+    deploy(&s, &hog, "fill").await;
+    let (status, body) =
+        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "calm", "plan": "pro"}))).await;
+    assert_eq!(status, 201, "{body}");
+    let calm = body["token"].as_str().unwrap().to_owned();
+    deploy(&s, &calm, "quiet").await;
+    let late = signup(&s, "late").await;
+    deploy(&s, &late, "last").await;
+
+    // Busy for 8 s: the free tenant takes what its share allows alone, the
+    // pro tenant the rest of the budget.
+    let hold = |host: &'static str, name: &'static str| {
+        let s = s.clone();
+        tokio::spawn(async move { s.public(host, &format!("/actor/probe/{name}/hold?mb=100&ms=8000")).await })
+    };
+    let mut holders: Vec<_> = (0..4).map(|i| hold("fill.hog.localhost", ["h0", "h1", "h2", "h3"][i])).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    holders.extend((0..3).map(|i| hold("quiet.calm.localhost", ["q0", "q1", "q2"][i])));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (hog_held, calm_held) = (memory_mib(&s, "hog").await, memory_mib(&s, "calm").await);
+    assert!(hog_held <= (budget_mib / 2) as f64, "alone at first, the free tenant took {hog_held} MiB");
+    let held = hog_held + calm_held;
+    assert!(held >= budget_mib as f64 - 1.0 && held <= budget_mib as f64, "the busy guests hold {held} MiB");
+
+    let (status, retry, text) = s.public_with_retry("last.late.localhost", "/actor/probe/a/count").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")), "{text}");
+    for holder in holders {
+        let (status, text) = holder.await.unwrap();
+        assert_eq!(status, 200, "{text}");
+    }
+    let hog_before = memory_mib(&s, "hog").await;
+    assert_eq!(count(&s, "last.late.localhost", "a").await, 1, "served once the holders are idle");
+    assert!(memory_mib(&s, "hog").await < hog_before, "the free tenant, furthest over its share, gave memory back");
+}
+
+/// The node's peak RSS since `reset_peak`, in KiB.
+fn peak_kib(s: &Serve) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Sets the node's peak RSS to its RSS now.
+fn reset_peak(s: &Serve) {
+    std::fs::write(format!("/proc/{}/clear_refs", s.child.id()), "5").unwrap();
+}
+
+/// Item 6: one host call lifts at most what a call could legitimately
+/// carry. A front asks `fields.from-list` for 100,000 header values that
+/// all alias one 1 KiB buffer: 100 MiB for the host to copy (under
+/// wasmtime's own 128 MiB per host call), for 1 KiB of the guest's. The
+/// guest traps once what a call may carry is copied, and the node's peak
+/// memory barely moves; a list within it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_call_lifts_no_more_than_a_call_could_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Serve::start(&dir.path().join("data"), &[]);
+    let token = signup(&s, "alias").await;
+    assert_eq!(s.api("PUT", "/v1/apps/lists", Some(&token), None).await.0, 201);
+    let g = guests();
+    let bundle = json!({
+        "manifest": {"front": "web", "classes": {"probe": {"access": "open", "component": "probe"}}},
+        "components": {"web": b64(&g.raw_front), "probe": b64(&g.probe)},
+    });
+    let body = Some(bundle.to_string().into_bytes());
+    let (status, text) = s.api_raw("POST", "/v1/apps/lists/versions", Some(&token), body).await;
+    assert_eq!(status, 201, "{text}");
+    assert_eq!(s.api("POST", "/v1/apps/lists/versions/1/activate", Some(&token), None).await.0, 200);
+
+    let (status, text) = s.public("lists.alias.localhost", "/alias?n=4&kib=1").await;
+    assert_eq!((status, text.as_str()), (200, "fields"), "a list a call could carry is answered");
+    reset_peak(&s);
+    let base = peak_kib(&s);
+    for _ in 0..3 {
+        let (status, text) = s.public("lists.alias.localhost", "/alias?n=100000&kib=1").await;
+        assert_eq!(status, 500, "the guest traps: {text}");
+    }
+    let grown = peak_kib(&s).saturating_sub(base) / 1024;
+    assert!(grown < 48, "the node's peak grew by {grown} MiB copying one guest's aliased list");
 }

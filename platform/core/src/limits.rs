@@ -15,6 +15,11 @@ pub struct Limits {
     pub body_bytes: u64,
     /// A guest's linear memory.
     pub memory_bytes: u64,
+    /// Linear memory all guests of the node may hold together, charged at
+    /// instantiation and at each `memory.grow`; 0 for the machine's memory
+    /// (or its cgroup's limit, if lower) less a quarter, at least 1 GiB of
+    /// it, kept for the node itself. Tenants share it by weight.
+    pub guest_memory_bytes: u64,
     /// The wall of one actor event.
     pub wall_per_event_secs: f64,
     /// The wall of one front request.
@@ -96,6 +101,10 @@ pub struct Limits {
     pub api_body_bytes_per_tenant: u64,
     /// Uploads one tenant may have in flight (read, parsed, compiled).
     pub uploads_per_tenant: u32,
+    /// The provisioning API: one request body must be whole within this
+    /// from its start, however well it keeps the minimum rate, or `408`:
+    /// a body holds its bytes of the budgets for no longer.
+    pub api_body_secs: f64,
     /// The public port: requests being answered at once, which the tenants
     /// of a hosted node share by weight (a tenant over its share is
     /// refused, `503`, and its connection closed).
@@ -119,6 +128,12 @@ pub struct Limits {
     pub log_lines_per_actor_per_second: u32,
     /// Lines all of one app's guests together may log a second.
     pub log_lines_per_app_per_second: u32,
+    /// Guests' outbound connections open at once across the node (each a
+    /// descriptor, kept apart from the listeners'); past it a guest's
+    /// request fails `connection-limit-reached`.
+    pub egress_connections: u32,
+    /// Of those, what one tenant's guests may hold open.
+    pub egress_connections_per_tenant: u32,
 }
 
 impl Default for Limits {
@@ -126,6 +141,7 @@ impl Default for Limits {
         Self {
             body_bytes: 16 * MIB,
             memory_bytes: 128 * MIB,
+            guest_memory_bytes: 0,
             wall_per_event_secs: 30.0,
             front_wall_secs: 30.0,
             front_slots: 100,
@@ -163,6 +179,7 @@ impl Default for Limits {
             api_body_bytes: 512 * MIB,
             api_body_bytes_per_tenant: 0,
             uploads_per_tenant: 2,
+            api_body_secs: 300.0,
             requests_in_flight: 10_000,
             buffered_body_bytes: 256 * MIB,
             front_body_prefetch_bytes: 64 * 1024,
@@ -170,8 +187,17 @@ impl Default for Limits {
             busy_guests_at_once: 0,
             log_lines_per_actor_per_second: 100,
             log_lines_per_app_per_second: 1000,
+            egress_connections: 2048,
+            egress_connections_per_tenant: 256,
         }
     }
+}
+
+/// What a machine of `machine` bytes keeps from its guests for the node
+/// itself (request bodies, uploads and their compiles, the store's cache,
+/// the pool's resident pages): a quarter, at least 1 GiB.
+pub fn guest_memory_reserve(machine: u64) -> u64 {
+    (machine / 4).max(1024 * MIB).min(machine)
 }
 
 /// Descriptors kept for the store, compiled components, the cluster's
@@ -224,6 +250,7 @@ impl Limits {
             ("header_read_secs", self.header_read_secs),
             ("keepalive_idle_secs", self.keepalive_idle_secs),
             ("body_grace_secs", self.body_grace_secs),
+            ("api_body_secs", self.api_body_secs),
         ];
         for (field, v) in secs {
             if !(v.is_finite() && v > 0.0 && v < 1e9) {
@@ -258,6 +285,8 @@ impl Limits {
             ("metrics_connections", self.metrics_connections),
             ("metrics_connections_per_client", self.metrics_connections_per_client),
             ("uploads_per_tenant", self.uploads_per_tenant),
+            ("egress_connections", self.egress_connections),
+            ("egress_connections_per_tenant", self.egress_connections_per_tenant),
         ];
         for (field, n) in at_least_one {
             if n == 0 {
@@ -271,6 +300,16 @@ impl Limits {
             return Err(LimitError { field: "memory_bytes", reason: "must be at least one 64 KiB page" });
         }
         Ok(())
+    }
+
+    /// The guests' memory budget on a machine (or cgroup) of `machine`
+    /// bytes: `guest_memory_bytes` when set, else the machine less its
+    /// reserve ([`guest_memory_reserve`]).
+    pub fn guest_memory(&self, machine: u64) -> u64 {
+        if self.guest_memory_bytes > 0 {
+            return self.guest_memory_bytes;
+        }
+        machine.saturating_sub(guest_memory_reserve(machine)).max(self.memory_bytes)
     }
 
     /// Instances actors may hold at once: the pool less the front's slots.
@@ -354,7 +393,8 @@ impl Limits {
         let kept = DESCRIPTOR_RESERVE
             + 3 * u64::from(REFUSALS_AT_ONCE)
             + u64::from(self.api_connections)
-            + u64::from(self.metrics_connections);
+            + u64::from(self.metrics_connections)
+            + u64::from(self.egress_connections);
         let public = match self.max_connections {
             0 => descriptor_limit.saturating_sub(kept).clamp(64, u32::MAX as u64) as u32,
             n => n,
@@ -407,6 +447,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_guests_memory_is_the_machine_less_a_quarter_or_a_gib() {
+        let gib = 1024 * MIB;
+        let l = Limits::default();
+        assert_eq!(l.guest_memory(24 * gib), 18 * gib);
+        assert_eq!(l.guest_memory(2 * gib), gib, "at least 1 GiB is kept");
+        // A machine smaller than the reserve still runs one guest.
+        assert_eq!(l.guest_memory(512 * MIB), l.memory_bytes);
+        let set = Limits { guest_memory_bytes: 3 * gib, ..Limits::default() };
+        assert_eq!(set.guest_memory(24 * gib), 3 * gib, "the operator's figure stands");
+    }
+
+    #[test]
     fn the_front_bounds_are_a_quarter_of_the_slots_and_the_slots() {
         let with = |front_slots| Limits { front_slots, ..Limits::default() };
         assert_eq!(with(8).front_calls_per_actor(), 2);
@@ -438,17 +490,23 @@ mod tests {
     fn the_ports_limits_resolve() {
         let l = Limits::default();
         let budget = l.descriptor_budget(20_000);
-        assert_eq!(budget.public, Bound { connections: 20_000 - 1024 - 192 - 1024 - 64, per_client: 10_000 });
+        assert_eq!(budget.public, Bound { connections: 20_000 - 1024 - 192 - 1024 - 64 - 2048, per_client: 10_000 });
         assert_eq!(budget.api, Bound { connections: 1024, per_client: 64 });
         assert_eq!(budget.metrics, Bound { connections: 64, per_client: 16 });
         assert!(budget.fits);
         let small = l.descriptor_budget(1000);
         assert_eq!(small.public.connections, 64, "never below a usable few");
         assert!(!small.fits, "and said not to fit");
-        let set = Limits { max_connections: 500, api_connections: 10, metrics_connections: 5, ..l.clone() };
+        let set = Limits {
+            max_connections: 500,
+            api_connections: 10,
+            metrics_connections: 5,
+            egress_connections: 5,
+            ..l.clone()
+        };
         assert_eq!(set.descriptor_budget(20_000).public.connections, 500);
         assert_eq!(set.descriptor_budget(1500).api.connections, 10);
-        assert!(set.descriptor_budget(1731).fits && !set.descriptor_budget(1730).fits);
+        assert!(set.descriptor_budget(1736).fits && !set.descriptor_budget(1735).fits);
         assert_eq!(l.api_body_bytes_for_one_tenant(), 128 << 20, "a quarter");
         let set = Limits { api_body_bytes_per_tenant: 1 << 40, ..l.clone() };
         assert_eq!(set.api_body_bytes_for_one_tenant(), 512 << 20, "never more than all");

@@ -95,6 +95,19 @@ pub fn share_with_room(size: u64, weight: u32, total_weight: u32) -> u64 {
     u64::try_from(share).unwrap_or(u64::MAX).max(1)
 }
 
+/// Whether a guest may take `bytes` more of the node's guest memory: the
+/// node, holding `node` of its `budget`, stays within it, and a tenant's
+/// guest (holding `tenant` together, at `weight` against the weights of
+/// the tenants holding some, `total_weight`, its own included) within its
+/// share with room for a tenant yet to come. The node's own guests (no
+/// tenant, `weight` 0) meet the budget alone.
+pub fn memory_fits(budget: u64, node: u64, tenant: u64, weight: u32, total_weight: u32, bytes: u64) -> bool {
+    let within_node = node.checked_add(bytes).is_some_and(|n| n <= budget);
+    let within_share =
+        weight == 0 || tenant.checked_add(bytes).is_some_and(|t| t <= share_with_room(budget, weight, total_weight));
+    within_node && within_share
+}
+
 /// The whole seconds to tell a client to wait (`Retry-After`): `wait`
 /// rounded up, at least one.
 pub fn retry_after_secs(wait: Duration) -> u32 {
@@ -105,6 +118,24 @@ pub fn retry_after_secs(wait: Duration) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_fits_the_node_and_the_tenants_share() {
+        let mib = 1 << 20;
+        let budget = 900 * mib;
+        // Alone, a tenant of weight 1 keeps half for a tenant yet to come.
+        assert!(memory_fits(budget, 0, 0, 1, 1, 450 * mib));
+        assert!(!memory_fits(budget, 0, 0, 1, 1, 451 * mib));
+        // Beside another of weight 1: a third each, a third for a newcomer.
+        assert!(memory_fits(budget, 450 * mib, 0, 1, 2, 300 * mib));
+        assert!(!memory_fits(budget, 450 * mib, 450 * mib, 1, 2, mib), "over its share, it grows no more");
+        // Within its share but not the node's budget.
+        assert!(!memory_fits(budget, 899 * mib, 0, 10, 11, 2 * mib));
+        // The node's own guests meet the budget alone.
+        assert!(memory_fits(budget, 0, 0, 0, 0, budget));
+        assert!(!memory_fits(budget, 1, 0, 0, 0, budget));
+        assert!(!memory_fits(budget, u64::MAX, 0, 0, 0, 1), "no overflow");
+    }
 
     #[test]
     fn retry_after_rounds_up_and_is_at_least_one() {

@@ -2,10 +2,12 @@
 //! takes a ticket within the listener's bound and the bound per client
 //! address (`accept`), past either a fast `503`; each connection is
 //! watched (`connection`): a head must come whole in time and fit, an idle
-//! connection closes, and one where nothing moves while answers wait on the
-//! client is dropped. The public port, the provisioning API and the
-//! metrics listener each serve through one, each within its own share of
-//! the process's descriptors (`Limits::descriptor_budget`).
+//! connection closes, and one where nothing progresses while answers wait
+//! on the client is dropped. Only requests (heads, body bytes) and answers
+//! (bytes written) progress: an HTTP/2 PING keeps nothing open. The public
+//! port, the provisioning API and the metrics listener each serve through
+//! one, each within its own share of the process's descriptors
+//! (`Limits::descriptor_budget`).
 
 mod accept;
 mod connection;
@@ -59,7 +61,12 @@ pub struct Rules {
     pub name: &'static str,
     /// Connections in all and per client address.
     pub bound: Bound,
-    /// When a connection is closed (`core::connection`).
+    /// When a connection is closed (`core::connection`). Where answers may
+    /// wait (`answers_may_wait`), a request may take its time until its
+    /// answer is ready, and an answer for as long as its body waits on
+    /// itself (a log tail waiting for lines: such a body says so by being
+    /// pending); an answer waiting on its client (its bytes not taken)
+    /// is dropped when nothing progresses for `keepalive_idle`.
     pub times: ConnectionTimes,
     /// A request head, in bytes.
     pub head_bytes: u32,

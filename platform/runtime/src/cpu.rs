@@ -15,25 +15,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::UpdateDeadline;
 
+use crate::share::GuestShare;
+
 /// Ticks of one event a guest may compute through before it is CPU-bound.
 pub(crate) const BUSY_AFTER_TICKS: u32 = 2;
-
-/// Whose CPU-bound guest asks for a turn, and its weight: while several
-/// tenants' guests wait, turns go to them by weight (a tenant of weight 3
-/// gets three turns to another's one), each tenant's guests in arrival
-/// order.
-#[derive(Debug, Clone)]
-pub struct CpuShare {
-    pub tenant: Arc<str>,
-    pub weight: u32,
-}
-
-impl Default for CpuShare {
-    /// The node's own guests (no tenant): one weight among the tenants'.
-    fn default() -> Self {
-        Self { tenant: Arc::from(""), weight: 1 }
-    }
-}
 
 /// The node's turns for CPU-bound guests. A turn lasts until the next
 /// tick, whatever its guest does meanwhile: a guest blocked in a host call
@@ -87,7 +72,7 @@ impl GateState {
 
     /// The entry of `share`'s tenant; a tenant new to the gate starts at
     /// the pass of the last turn given.
-    fn tenant(&mut self, share: &CpuShare) -> &mut Waiting {
+    fn tenant(&mut self, share: &GuestShare) -> &mut Waiting {
         let start = self.pass;
         let waiting = self.tenants.entry(share.tenant.clone()).or_insert_with(|| Waiting {
             pass: start,
@@ -126,12 +111,12 @@ impl CpuGate {
     }
 
     /// A guest of `share`'s tenant became CPU-bound.
-    fn join(&self, share: &CpuShare) {
+    fn join(&self, share: &GuestShare) {
         self.state().tenant(share).busy += 1;
     }
 
     /// A CPU-bound guest's event ended (or the guest went).
-    fn leave(&self, share: &CpuShare) {
+    fn leave(&self, share: &GuestShare) {
         let mut state = self.state();
         if let Some(waiting) = state.tenants.get_mut(&share.tenant) {
             waiting.busy = waiting.busy.saturating_sub(1);
@@ -142,7 +127,7 @@ impl CpuGate {
     }
 
     /// Waits for a turn: at once when one is free and nobody waits.
-    async fn take_turn(self, share: CpuShare) {
+    async fn take_turn(self, share: GuestShare) {
         let turn = {
             let mut state = self.state();
             if state.free > 0 && state.tenants.values().all(|w| w.guests.is_empty()) {
@@ -161,7 +146,7 @@ impl CpuGate {
 /// One guest's standing: how many ticks it computed through in this event.
 pub(crate) struct CpuTurn {
     gate: CpuGate,
-    share: CpuShare,
+    share: GuestShare,
     ticks: u32,
     /// Counted among its tenant's CPU-bound guests.
     joined: bool,
@@ -176,7 +161,7 @@ impl Drop for CpuTurn {
 }
 
 impl CpuTurn {
-    pub(crate) fn new(gate: CpuGate, share: CpuShare) -> Self {
+    pub(crate) fn new(gate: CpuGate, share: GuestShare) -> Self {
         Self { gate, share, ticks: 0, joined: false }
     }
 
@@ -224,8 +209,8 @@ mod tests {
     #[tokio::test]
     async fn busy_guests_take_turns_that_end_at_the_next_tick() {
         let gate = CpuGate::new(1);
-        let mut a = CpuTurn::new(gate.clone(), CpuShare::default());
-        let mut b = CpuTurn::new(gate.clone(), CpuShare::default());
+        let mut a = CpuTurn::new(gate.clone(), GuestShare::default());
+        let mut b = CpuTurn::new(gate.clone(), GuestShare::default());
         // The first tick of an event only yields.
         yielded(a.tick()).await;
         yielded(b.tick()).await;
@@ -264,7 +249,7 @@ mod tests {
         for (tenant, weight) in [("heavy", 3), ("light", 1)] {
             for _ in 0..3 {
                 let (gate, counts) = (gate.clone(), counts.clone());
-                let share = CpuShare { tenant: tenant.into(), weight };
+                let share = GuestShare { tenant: tenant.into(), weight, memory_bytes: None };
                 guests.push(tokio::spawn(async move {
                     loop {
                         gate.clone().take_turn(share.clone()).await;
@@ -300,7 +285,7 @@ mod tests {
         for (tenant, weight) in [("heavy", 3), ("light", 1)] {
             for _ in 0..3 {
                 let (gate, counts, mut ticks) = (gate.clone(), counts.clone(), tick_rx.clone());
-                let share = CpuShare { tenant: tenant.into(), weight };
+                let share = GuestShare { tenant: tenant.into(), weight, memory_bytes: None };
                 guests.push(tokio::spawn(async move {
                     gate.join(&share);
                     loop {

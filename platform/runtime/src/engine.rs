@@ -20,6 +20,10 @@ pub struct EngineConfig {
     pub instances: u32,
     /// A guest's linear memory limit.
     pub memory_bytes: u64,
+    /// What all guests' linear memories may hold together (`memory`).
+    pub guest_memory_bytes: u64,
+    /// What one host call may copy out of a guest (`loader::host_call_bytes`).
+    pub host_call_bytes: u64,
     /// CPU-bound guests that may run at once (`cpu`).
     pub busy_guests: usize,
     /// Where guests' stdout and stderr lines go.

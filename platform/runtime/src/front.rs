@@ -13,10 +13,10 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
-use crate::cpu::CpuShare;
 use crate::guest_log::GuestLabel;
 use crate::host::{Egress, GuestConfig, GuestHost, GuestState};
 use crate::loader;
+use crate::share::GuestShare;
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
@@ -103,22 +103,31 @@ pub struct FrontComponent<H: GuestHost> {
     pre: ProxyPre<GuestState<H>>,
     hash: String,
     guest: GuestConfig,
+    /// What an instance's memories take when it starts (`memory`).
+    initial_memory: u64,
 }
 
 impl<H: GuestHost> FrontComponent<H> {
     pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, guest: GuestConfig) -> Result<Self, DeployError> {
+        let initial_memory = crate::memory::initial_memory(pre.component());
         let pre = ProxyPre::new(pre).map_err(|e| {
             DeployError::MissingExport(format!(
                 "the `wasi:http/incoming-handler@0.2` interface ({})",
                 crate::one_line(&e.to_string())
             ))
         })?;
-        Ok(Self { pre, hash, guest })
+        Ok(Self { pre, hash, guest, initial_memory })
     }
 
     /// The SHA-256 of the component's bytes.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The bytes of memory a new instance takes from the node's budget as
+    /// it starts: what admission finds room for first.
+    pub fn initial_memory(&self) -> u64 {
+        self.initial_memory
     }
 
     /// Serves one request on a fresh instance holding `host`, within the
@@ -130,7 +139,7 @@ impl<H: GuestHost> FrontComponent<H> {
         host: H,
         label: GuestLabel,
         egress: Egress,
-        cpu: CpuShare,
+        cpu: GuestShare,
         request: http::Request<B>,
         ends: Instant,
     ) -> Result<(http::Response<FrontBody>, FrontRun), EventFailure>

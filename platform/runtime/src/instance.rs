@@ -8,10 +8,10 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 use crate::bindings::{ActorCore, ActorCorePre};
-use crate::cpu::CpuShare;
 use crate::guest_log::GuestLabel;
 use crate::host::{ActorHost, Egress, GuestConfig, GuestState, Request, Response};
 use crate::loader;
+use crate::share::GuestShare;
 use crate::wall::{self, timer};
 use crate::{DeployError, EventFailure};
 
@@ -20,22 +20,31 @@ pub struct ActorComponent<H: ActorHost> {
     pre: ActorCorePre<GuestState<H>>,
     hash: String,
     guest: GuestConfig,
+    /// What an instance's memories take when it starts (`memory`).
+    initial_memory: u64,
 }
 
 impl<H: ActorHost> ActorComponent<H> {
     pub(crate) fn new(pre: InstancePre<GuestState<H>>, hash: String, guest: GuestConfig) -> Result<Self, DeployError> {
+        let initial_memory = crate::memory::initial_memory(pre.component());
         let pre = ActorCorePre::new(pre).map_err(|e| {
             DeployError::MissingExport(format!(
                 "the `wasmkeep:actor/events@0.2.0` interface ({})",
                 crate::one_line(&e.to_string())
             ))
         })?;
-        Ok(Self { pre, hash, guest })
+        Ok(Self { pre, hash, guest, initial_memory })
     }
 
     /// The SHA-256 of the component's bytes.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The bytes of memory a new instance takes from the node's budget as
+    /// it starts: what admission finds room for first.
+    pub fn initial_memory(&self) -> u64 {
+        self.initial_memory
     }
 
     /// A new instance from the pool, holding `host`, its outbound requests
@@ -46,7 +55,7 @@ impl<H: ActorHost> ActorComponent<H> {
         host: H,
         label: GuestLabel,
         egress: Egress,
-        cpu: CpuShare,
+        cpu: GuestShare,
         ends: Instant,
     ) -> Result<ActorInstance<H>, EventFailure> {
         let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, cpu, ends);

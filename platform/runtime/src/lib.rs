@@ -11,6 +11,8 @@ mod guest_log;
 mod host;
 mod instance;
 mod loader;
+mod memory;
+mod share;
 mod standard;
 mod wall;
 
@@ -23,7 +25,6 @@ use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
-pub use cpu::CpuShare;
 pub use engine::{EngineConfig, TICK};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
@@ -33,6 +34,9 @@ pub use host::{
     SocketError, SocketSend, StorageError,
 };
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
+pub use loader::host_call_bytes;
+pub use memory::{MemoryBudget, MemoryRelief, machine_memory};
+pub use share::GuestShare;
 pub use wall::EventFailure;
 
 /// Why a component cannot be deployed. One line, for the deployer.
@@ -69,6 +73,8 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let front_linker = host::front_linker(&engine).map_err(link)?;
         let guest = host::GuestConfig {
             memory_bytes: cfg.memory_bytes,
+            memory: Arc::new(memory::MemoryBudget::new(cfg.guest_memory_bytes)),
+            host_call_bytes: cfg.host_call_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
             logs: cfg.logs.clone(),
             env: Arc::default(),
@@ -102,6 +108,11 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The node's budget for its guests' memory, which every store charges.
+    pub fn memory(&self) -> &Arc<MemoryBudget> {
+        &self.guest.memory
     }
 }
 

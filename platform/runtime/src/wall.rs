@@ -16,7 +16,7 @@ pub(crate) fn guest_store<H: Send>(
     ends: Instant,
 ) -> Store<GuestState<H>> {
     let mut store = Store::new(engine, state);
-    store.limiter(|s| &mut s.limits);
+    store.limiter_async(|s| &mut s.memory);
     arm(&mut store);
     start(&mut store, ends);
     store
@@ -67,6 +67,9 @@ pub enum EventFailure {
     Trap(String),
     /// The guest ran past its wall and was cut.
     Wall,
+    /// The node's guest memory (or the tenant's share of it) had no room
+    /// for a new instance: a refusal to retry, not the guest's fault.
+    NoMemory,
 }
 
 impl EventFailure {
@@ -91,6 +94,9 @@ impl EventFailure {
         let data = store.data();
         let (kind, detail) = match self {
             Self::Wall => (crate::guest_log::FailureKind::Wall, ""),
+            Self::NoMemory => {
+                (crate::guest_log::FailureKind::Trap, "the node's memory for guests had no room for a new instance")
+            }
             Self::Trap(detail) => (crate::guest_log::FailureKind::Trap, detail.as_str()),
         };
         data.output.end();

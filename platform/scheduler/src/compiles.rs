@@ -28,12 +28,19 @@ impl Default for CompileOwner {
     }
 }
 
-/// A compile not queued: its tenant has as many queued as it may.
+/// A compile not run. Either way the caller may retry (a `503`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the account has {queued} compiles waiting already; retry when one ends")]
-pub struct CompilesFull {
-    pub queued: usize,
+pub enum CompileRefused {
+    /// Not queued: its tenant has as many queued as it may.
+    #[error("the account has {queued} compiles waiting already; retry when one ends")]
+    Full { queued: usize },
+    /// Queued, but the pool went (the node is stopping) before its turn.
+    #[error("the node is shutting down; retry the deploy")]
+    ShuttingDown,
 }
+
+/// The name the crate exports (`lib.rs`) and its callers match on.
+pub type CompilesFull = CompileRefused;
 
 /// The niceness of the compile threads: below the node's request threads.
 const NICE: i32 = 10;
@@ -43,6 +50,9 @@ const NICE: i32 = 10;
 const STRIDE: u128 = 1 << 20;
 
 type Job = Box<dyn FnOnce() + Send>;
+
+/// What a compile thread sends back: the compile's value, or its panic.
+type Answer<T> = oneshot::Receiver<std::thread::Result<T>>;
 
 /// Who compiles next: the tenants' queues and passes, pure (no threads).
 #[derive(Default)]
@@ -62,7 +72,7 @@ struct Tenant {
 }
 
 impl Turns {
-    fn push(&mut self, owner: &CompileOwner, cost: u64, job: Job, most_queued: usize) -> Result<(), CompilesFull> {
+    fn push(&mut self, owner: &CompileOwner, cost: u64, job: Job, most_queued: usize) -> Result<(), CompileRefused> {
         let start = self.pass;
         let tenant = self.tenants.entry(owner.tenant.clone()).or_insert_with(|| Tenant {
             pass: start,
@@ -73,7 +83,7 @@ impl Turns {
         // A tenant with none running may always start one: the bound is on
         // what waits beyond it.
         if tenant.queued.len() >= most_queued + usize::from(!tenant.running) {
-            return Err(CompilesFull { queued: tenant.queued.len() });
+            return Err(CompileRefused::Full { queued: tenant.queued.len() });
         }
         tenant.weight = owner.weight;
         tenant.queued.push_back((cost, job));
@@ -90,6 +100,11 @@ impl Turns {
         tenant.pass += u128::from(cost.max(1)) * STRIDE / u128::from(tenant.weight.max(1));
         tenant.running = true;
         Some((name.clone(), job))
+    }
+
+    /// Every compile still queued, taken out: none will start.
+    fn take_queued(&mut self) -> Vec<Job> {
+        self.tenants.values_mut().flat_map(|t| t.queued.drain(..).map(|(_, job)| job)).collect()
     }
 
     /// `tenant`'s compile ended; a tenant with nothing more is forgotten.
@@ -126,13 +141,24 @@ impl Compiles {
 
     /// Runs `compile` on a compile thread in `owner`'s turn, `cost` (the
     /// component's bytes) charged to it; refused at once when the tenant
-    /// has as many compiles queued as it may.
+    /// has as many compiles queued as it may, and refused when the pool
+    /// goes before its turn.
     pub async fn run<T: Send + 'static>(
         &self,
         owner: &CompileOwner,
         cost: u64,
         compile: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, CompilesFull> {
+    ) -> Result<T, CompileRefused> {
+        answered(self.queue(owner, cost, compile)?).await
+    }
+
+    /// Queues `compile` (as `run`); its answer does not borrow the pool.
+    fn queue<T: Send + 'static>(
+        &self,
+        owner: &CompileOwner,
+        cost: u64,
+        compile: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<Answer<T>, CompileRefused> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move || {
             if tx.is_closed() {
@@ -147,18 +173,34 @@ impl Compiles {
             turns.lock().unwrap_or_else(|p| p.into_inner()).push(owner, cost, job, self.most_queued)?;
             wake.notify_one();
         }
-        match rx.await.expect("a compile thread answers every job it takes") {
-            Ok(done) => Ok(done),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        Ok(rx)
+    }
+}
+
+/// The compile's value once its thread sends it; a job dropped unsent
+/// (the pool went before its turn) is `ShuttingDown`.
+async fn answered<T>(answer: Answer<T>) -> Result<T, CompileRefused> {
+    match answer.await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => Err(CompileRefused::ShuttingDown),
     }
 }
 
 impl Drop for Compiles {
+    /// The compiles running end on their threads; the queued ones are
+    /// refused now, not after those end (a compile takes seconds).
     fn drop(&mut self) {
         let (turns, wake) = &*self.shared;
-        turns.lock().unwrap_or_else(|p| p.into_inner()).stopping = true;
+        let queued = {
+            let mut turns = turns.lock().unwrap_or_else(|p| p.into_inner());
+            turns.stopping = true;
+            turns.take_queued()
+        };
         wake.notify_all();
+        // Dropping a job closes its answer: its caller reads `ShuttingDown`.
+        // Outside the lock, as what a job holds may take time to drop.
+        drop(queued);
     }
 }
 
@@ -195,6 +237,8 @@ fn lower_priority() {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn owner(tenant: &str, weight: u32) -> CompileOwner {
@@ -249,14 +293,14 @@ mod tests {
         for _ in 0..3 {
             turns.push(&owner("a", 1), 1, noop(), 2).unwrap();
         }
-        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompilesFull { queued: 3 });
+        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompileRefused::Full { queued: 3 });
         turns.push(&owner("b", 1), 1, noop(), 2).expect("another tenant's queue is its own");
         let mut ran = Vec::new();
         while let Some((tenant, _)) = turns.next() {
             ran.push(tenant);
         }
         assert_eq!(ran.len(), 2, "one of each at a time: {ran:?}");
-        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompilesFull { queued: 2 });
+        assert_eq!(turns.push(&owner("a", 1), 1, noop(), 2).unwrap_err(), CompileRefused::Full { queued: 2 });
         turns.done("a");
         turns.push(&owner("a", 1), 1, noop(), 2).expect("its running one ended");
         let mut none_waiting = Turns::default();
@@ -273,5 +317,39 @@ mod tests {
         let (a, node) = (owner("a", 1), CompileOwner::default());
         let both = tokio::join!(compiles.run(&a, 10, || 1), compiles.run(&node, 10, || 2));
         assert_eq!(both, (Ok(1), Ok(2)));
+    }
+
+    #[tokio::test]
+    async fn a_pool_dropped_refuses_every_queued_compile_at_once() {
+        let compiles = Compiles::new(1, 4);
+        let (started, has_started) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let running = compiles
+            .queue(&owner("a", 1), 10, move || {
+                started.send(()).unwrap();
+                let _ = released.recv();
+                "ran"
+            })
+            .unwrap();
+        has_started.recv_timeout(Duration::from_secs(10)).expect("the first compile starts");
+        // Behind it, on the one thread: the same tenant's next and others'.
+        let waiting: Vec<_> =
+            ["a", "b", "c", "c"].into_iter().map(|t| compiles.queue(&owner(t, 1), 10, || "ran").unwrap()).collect();
+        drop(compiles);
+        let answers = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut answers = Vec::new();
+            for answer in waiting {
+                answers.push(answered(answer).await);
+            }
+            answers
+        })
+        .await
+        .expect("the queued compiles are answered while the running one runs");
+        assert_eq!(answers, [Err(CompileRefused::ShuttingDown); 4]);
+        assert_eq!(answers[0].unwrap_err().to_string(), "the node is shutting down; retry the deploy");
+        // The running one ends and answers as ever.
+        release.send(()).unwrap();
+        let ran = tokio::time::timeout(Duration::from_secs(10), answered(running)).await;
+        assert_eq!(ran.expect("the running compile answers"), Ok("ran"));
     }
 }

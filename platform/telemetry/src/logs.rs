@@ -12,7 +12,8 @@
 //! and the guest's next record says how many of its lines went. Nor is a
 //! tenant: each has its own ring of kept records and its own channel of
 //! live ones, so its lines never push out, nor make a tail miss, another
-//! tenant's; the rings together have a budget of bytes.
+//! tenant's; the rings together have a budget of bytes, and what a
+//! tenant's channel holds for its slowest tail has a bound of bytes too.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc};
+use wasmkeep_core::names::{ACTOR_NAME_MAX, CLASS_NAME_MAX};
 
 use crate::{Exposition, Source};
 
@@ -36,9 +38,19 @@ pub const TENANT_RECORDS: usize = 1000;
 /// records of 16 KiB lines, or 100,000 short ones): with open sign-up,
 /// the tenants' rings need a budget of their own.
 pub const KEPT_BYTES: usize = 32 << 20;
+/// Bytes a tenant's live channel may hold: an eighth of the rings'
+/// budget. A channel holds each record until its slowest tail reads it,
+/// so a tail that never reads would otherwise keep a flood of its
+/// tenant's lines outside any budget.
+pub const TAIL_BYTES: usize = KEPT_BYTES / 8;
 /// Records a live tail may fall behind its tenant's guests by before it
-/// misses some (and is told how many).
-pub const TAIL_BACKLOG: usize = 4096;
+/// misses some (and is told how many). A broadcast channel evicts by
+/// count, not bytes, so this is as many of the largest records as
+/// [`TAIL_BYTES`] holds, rounded down to a power of two (tokio rounds a
+/// channel's capacity up to one): 128. A tail's own buffer
+/// ([`TAIL_LINES_BUFFERED`]) takes the rest of a burst.
+pub const TAIL_BACKLOG: usize = 1 << (TAIL_BYTES / RECORD_BYTES_MAX).ilog2();
+const _: () = assert!(TAIL_BACKLOG * RECORD_BYTES_MAX <= TAIL_BYTES);
 /// Guests the rate limiter remembers before it forgets the idle ones.
 const GUESTS_REMEMBERED: usize = 10_000;
 const WINDOW: Duration = Duration::from_secs(1);
@@ -214,13 +226,17 @@ fn record_bytes(r: &LogRecord) -> usize {
     let names: usize =
         [Some(&r.tenant), Some(&r.app), r.class.as_ref(), r.name.as_ref()].into_iter().flatten().map(|n| n.len()).sum();
     let ids: usize = [&r.trace_id, &r.span_id].into_iter().flatten().map(String::len).sum();
-    std::mem::size_of::<LogRecord>()
-        + 2 * std::mem::size_of::<usize>()
-        + 4 * std::mem::size_of::<Slot>()
-        + r.line.len()
-        + names
-        + ids
+    RECORD_FIXED_BYTES + r.line.len() + names + ids
 }
+
+/// What every record costs, whatever its text.
+const RECORD_FIXED_BYTES: usize =
+    std::mem::size_of::<LogRecord>() + 2 * std::mem::size_of::<usize>() + 4 * std::mem::size_of::<Slot>();
+
+/// What the largest record costs: a line of [`LINE_BYTES_MAX`], the
+/// longest names (a tenant and an app are named like a class) and a
+/// trace's and a span's ids.
+const RECORD_BYTES_MAX: usize = RECORD_FIXED_BYTES + LINE_BYTES_MAX + 3 * CLASS_NAME_MAX + ACTOR_NAME_MAX + 32 + 16;
 
 /// A kept record and its place in the order they were kept.
 type Slot = (u64, Arc<LogRecord>);
@@ -365,8 +381,14 @@ impl GuestLogs {
             *self.dropped.lock().unwrap_or_else(|p| p.into_inner()).entry(who.tenant.clone()).or_default() += 1;
             return;
         };
-        let truncated = line.len() > LINE_BYTES_MAX;
-        let line = String::from_utf8_lossy(&line[..line.len().min(LINE_BYTES_MAX)]).into_owned();
+        let mut truncated = line.len() > LINE_BYTES_MAX;
+        let mut line = String::from_utf8_lossy(&line[..line.len().min(LINE_BYTES_MAX)]).into_owned();
+        // An invalid byte becomes three (U+FFFD): cut again, as the bounds
+        // of bytes count on no line being longer.
+        if line.len() > LINE_BYTES_MAX {
+            line.truncate(line.floor_char_boundary(LINE_BYTES_MAX));
+            truncated = true;
+        }
         let (trace_id, span_id) = trace_ids(traceparent);
         let time_ms =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
@@ -622,6 +644,10 @@ mod tests {
         assert_eq!(r.line.len(), LINE_BYTES_MAX);
         let json = serde_json::to_value(&*r).unwrap();
         assert_eq!(json["truncated"], true);
+        // Invalid bytes, each replaced by three, are cut to the limit too.
+        logs.line_at(&who("c", "n"), Stream::Stdout, &[0xff; LINE_BYTES_MAX], None, Instant::now());
+        let r = logs.recent(&LogFilter { tenant: "t".into(), app: "a".into(), ..Default::default() }).pop().unwrap();
+        assert!(r.truncated && r.line.len() <= LINE_BYTES_MAX && r.line.starts_with('\u{fffd}'), "{}", r.line.len());
     }
 
     #[test]
@@ -767,6 +793,47 @@ mod tests {
         let (_, _loud) = logs.recent_and_follow(&LogFilter { tenant: "loud".into(), ..quiet.clone() });
         let rings = logs.rings.lock().unwrap();
         assert_eq!(rings.live.keys().map(|t| &**t).collect::<Vec<_>>(), ["loud"]);
+    }
+
+    #[test]
+    fn a_tail_that_never_reads_holds_at_most_its_tenants_share() {
+        let logs = GuestLogs::new(LOUD);
+        // The largest records there are: the longest names, lines past the limit.
+        let who = GuestWho {
+            tenant: "t".repeat(CLASS_NAME_MAX).into(),
+            app: "a".repeat(CLASS_NAME_MAX).into(),
+            class: Some("c".repeat(CLASS_NAME_MAX).into()),
+            name: Some("n".repeat(ACTOR_NAME_MAX).into()),
+        };
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let filter = LogFilter { tenant: who.tenant.to_string(), app: who.app.to_string(), ..Default::default() };
+        let (_, mut idle) = logs.recent_and_follow(&filter);
+        let (flood, now) = (4 * TAIL_BACKLOG, Instant::now());
+        for _ in 0..flood {
+            logs.line_at(&who, Stream::Stdout, &[b'x'; LINE_BYTES_MAX + 1], Some(parent), now);
+        }
+        let queued = logs.rings.lock().unwrap().live[&who.tenant].len();
+        // What the channel holds is what its reader has left to read.
+        let (mut held, mut missed) = (Vec::new(), 0);
+        loop {
+            match idle.try_recv() {
+                Ok(record) => held.push(record),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => missed += n as usize,
+                Err(_) => break,
+            }
+        }
+        assert_eq!(held.len(), queued);
+        assert_eq!(record_bytes(&held[0]), RECORD_BYTES_MAX);
+        let bytes: usize = held.iter().map(|r| record_bytes(r)).sum();
+        assert!(bytes <= TAIL_BYTES, "the tail held {bytes} bytes, over {TAIL_BYTES}");
+        assert_eq!((missed, held.len()), (flood - TAIL_BACKLOG, TAIL_BACKLOG), "the reader is told what it missed");
+        // A channel whose tails left holds nothing, and goes at its next line.
+        let (_, unread) = logs.recent_and_follow(&filter);
+        logs.line_at(&who, Stream::Stdout, b"unread", None, now);
+        drop((idle, unread));
+        assert_eq!(logs.rings.lock().unwrap().live[&who.tenant].len(), 0);
+        logs.line_at(&who, Stream::Stdout, b"no tail", None, now);
+        assert!(logs.rings.lock().unwrap().live.is_empty());
     }
 
     #[test]

@@ -34,7 +34,7 @@ async fn find_with_record(
     // The node holds every app of the store (loaded at start, added on creation).
     if service.node.app_ref(record.id).is_none() {
         service.node.restore((*reference).clone()).await.map_err(|e| match e {
-            // The tenant's compiles are queued full: its own doing, for now.
+            // The tenant's compiles are queued full, or the node is stopping: retry.
             DeployFailure::CompilesFull(full) => ApiError::busy(full.to_string()),
             other => ApiError::internal(other),
         })?;

@@ -1,14 +1,19 @@
 //! Request bodies of the API, read as the public port reads its own: paced
-//! (after a grace, a minimum rate, or `408`), and held within budgets that
+//! (after a grace, a minimum rate, or `408`; and whole within
+//! `api_body_secs` however paced, or `408`), and held within budgets that
 //! no one party can exhaust: the bytes the API holds across the node (past
 //! them a body waits, within the grace, then `503`), the bytes one tenant
 //! holds (past them `503` at once, so that a tenant waits behind nobody but
-//! itself), and the uploads one tenant has in flight. An upload's share is
-//! held until its handler ends: the bundle is parsed, decoded and compiled
-//! from those bytes.
+//! itself), the bytes of callers without an account together (sign-ups, a
+//! small share, `503` at once past it), and the uploads one tenant has in
+//! flight. A body takes of the budgets what its bytes fill as they come,
+//! not what it declares: a body trickling in holds only what has come. An
+//! upload's share is held until its handler ends: the bundle is parsed,
+//! decoded and compiled from those bytes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
@@ -22,8 +27,14 @@ use super::ApiError;
 /// The budget is counted in KiB: a semaphore's permits are `u32`s.
 const UNIT: u64 = 1024;
 
-/// What each tenant's bodies hold now.
-type Tenants = Arc<Mutex<HashMap<TenantId, Held>>>;
+/// Callers without an account (sign-ups; the operator's few bodies) share
+/// this part of the node's budget: anyone can open many of them, so they
+/// never starve the tenants' uploads.
+const ANONYMOUS_PART: u64 = 16;
+
+/// What each tenant's bodies hold now; `None` for those of callers
+/// without an account, together.
+type Tenants = Arc<Mutex<HashMap<Option<TenantId>, Held>>>;
 
 /// What the API's bodies hold, across the node and per tenant.
 pub struct BodyBudget {
@@ -31,6 +42,7 @@ pub struct BodyBudget {
     /// All of it, in units: no body may need more.
     capacity: u32,
     per_tenant_bytes: u64,
+    anonymous_bytes: u64,
     uploads_per_tenant: u32,
     tenants: Tenants,
     limits: Limits,
@@ -44,23 +56,23 @@ struct Held {
 
 /// One body's share of the budgets, given back on drop.
 pub struct BodyShare {
-    _permits: Vec<OwnedSemaphorePermit>,
-    tenant: Option<(TenantId, Tenants)>,
-    /// Of the tenant's, in bytes; of the node's, in units.
-    bytes: u64,
+    permit: Option<OwnedSemaphorePermit>,
+    tenant: Option<TenantId>,
+    tenants: Tenants,
+    /// Of the node's, in units (the tenant's or the anonymous share holds
+    /// as many KiB).
     units: u64,
     upload: bool,
 }
 
 impl Drop for BodyShare {
     fn drop(&mut self) {
-        let Some((tenant, tenants)) = &self.tenant else { return };
-        let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(held) = tenants.get_mut(tenant) {
-            held.bytes -= self.bytes;
+        let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = tenants.get_mut(&self.tenant) {
+            held.bytes -= self.units * UNIT;
             held.uploads -= u32::from(self.upload);
             if held.bytes == 0 && held.uploads == 0 {
-                tenants.remove(tenant);
+                tenants.remove(&self.tenant);
             }
         }
     }
@@ -69,7 +81,7 @@ impl Drop for BodyShare {
 /// Who a body is read for, and what it is.
 pub struct Reading<'a> {
     /// The tenant it counts to, once the caller is known (a sign-up's is
-    /// not: it counts to the node's budget only).
+    /// not: it counts to the share of callers without an account).
     pub tenant: Option<&'a TenantId>,
     /// An upload: counted among the tenant's uploads in flight.
     pub upload: bool,
@@ -82,10 +94,14 @@ pub struct Reading<'a> {
 impl BodyBudget {
     pub fn new(limits: &Limits) -> Self {
         let capacity = (limits.api_body_bytes / UNIT).clamp(1, u32::MAX as u64) as u32;
+        let all = u64::from(capacity) * UNIT;
+        // At least one JSON body's worth, or a sign-up could never be read.
+        let anonymous_bytes = (all / ANONYMOUS_PART).max(super::JSON_BYTES_MAX as u64).min(all);
         Self {
             units: Arc::new(Semaphore::new(capacity as usize)),
             capacity,
             per_tenant_bytes: limits.api_body_bytes_for_one_tenant(),
+            anonymous_bytes,
             uploads_per_tenant: limits.uploads_per_tenant,
             tenants: Arc::default(),
             limits: limits.clone(),
@@ -101,51 +117,78 @@ impl BodyBudget {
         if http_body::Body::size_hint(&body).lower() > limit as u64 {
             return Err(too_large());
         }
+        // A declared length that could never fit is refused before a byte
+        // is read; one larger than what is free now starts, and waits (or
+        // is refused) when its bytes reach the budget.
+        if let Some(n) = declared {
+            self.fits(tenant.is_some(), n.div_ceil(UNIT), what)?;
+        }
         let mut share = self.enter(tenant, upload)?;
         let started = Instant::now();
+        // However well paced, a body is whole within this: its bytes hold
+        // the budgets for no longer.
+        let whole_by = Duration::try_from_secs_f64(self.limits.api_body_secs).ok().and_then(|d| started.checked_add(d));
         // Time spent waiting for the node's budget is the node's, not the
         // client's: it does not count against the body's pace.
-        let mut waited = std::time::Duration::ZERO;
-        if let Some(n) = declared.filter(|n| *n > 0) {
-            waited += self.take(&mut share, n.div_ceil(UNIT), what).await?;
-        }
+        let mut waited = Duration::ZERO;
         let mut bytes = BytesMut::new();
         let mut body = body;
         loop {
             let received = bytes.len() as u64;
-            let deadline = started + waited + self.limits.body_allowance(received);
+            let paced_by = started + waited + self.limits.body_allowance(received);
+            let deadline = whole_by.map_or(paced_by, |w| w.min(paced_by));
             let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) if whole_by.is_some_and(|w| w <= paced_by) => return Err(self.too_long(what)),
                 Err(_) => return Err(self.too_slow(what)),
                 Ok(None) => break,
                 Ok(Some(Err(_))) => return Err(ApiError::bad_request(format!("{what} could not be read"))),
                 Ok(Some(Ok(frame))) => frame,
             };
             let Ok(data) = frame.into_data() else { continue };
-            if received + data.len() as u64 > limit as u64 {
+            let now = received + data.len() as u64;
+            if now > limit as u64 {
                 return Err(too_large());
             }
-            if declared.is_none() {
-                // The units its bytes fill so far, whatever its frames' sizes.
-                let more = (received + data.len() as u64).div_ceil(UNIT).saturating_sub(share.units);
-                if more > 0 {
-                    waited += self.take(&mut share, more, what).await?;
-                }
-            } else if received + data.len() as u64 > declared.unwrap_or(0) {
+            if declared.is_some_and(|n| now > n) {
                 // More than declared: hyper refuses it; never count past.
                 return Err(ApiError::bad_request(format!("{what} could not be read")));
+            }
+            // The units its bytes fill so far, whatever its frames' sizes.
+            let more = now.div_ceil(UNIT).saturating_sub(share.units);
+            if more > 0 {
+                waited += self.take(&mut share, more, whole_by, what).await?;
             }
             bytes.extend_from_slice(&data);
         }
         Ok((bytes.freeze(), share))
     }
 
+    /// `413` when a body of `units` could never be held: it is more than
+    /// the node's API holds at once, or than its caller's share.
+    fn fits(&self, tenant: bool, units: u64, what: &str) -> Result<(), ApiError> {
+        let never = |whose: &str, bytes: u64| {
+            let message = format!("{what} is larger than {whose} ({bytes} bytes)");
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message))
+        };
+        if units > u64::from(self.capacity) {
+            return never("this node's API takes at once", u64::from(self.capacity) * UNIT);
+        }
+        if tenant && units * UNIT > self.per_tenant_bytes {
+            return never("one account's share of this node's API", self.per_tenant_bytes);
+        }
+        if !tenant && units * UNIT > self.anonymous_bytes {
+            return never("this node's API takes without an account", self.anonymous_bytes);
+        }
+        Ok(())
+    }
+
     /// A share with nothing taken yet: the tenant's upload counted, if it
     /// is one and the tenant has room for it.
     fn enter(&self, tenant: Option<&TenantId>, upload: bool) -> Result<BodyShare, ApiError> {
-        let tenant = tenant.map(|t| (t.clone(), self.tenants.clone()));
-        if let (Some((id, tenants)), true) = (&tenant, upload) {
-            let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
-            let held = tenants.entry(id.clone()).or_default();
+        let tenant = tenant.cloned();
+        if let (Some(_), true) = (&tenant, upload) {
+            let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+            let held = tenants.entry(tenant.clone()).or_default();
             if held.uploads >= self.uploads_per_tenant {
                 let most = self.uploads_per_tenant;
                 return Err(ApiError::busy(format!(
@@ -154,48 +197,58 @@ impl BodyBudget {
             }
             held.uploads += 1;
         }
-        Ok(BodyShare { _permits: Vec::new(), tenant, bytes: 0, units: 0, upload })
+        Ok(BodyShare { permit: None, tenant, tenants: self.tenants.clone(), units: 0, upload })
     }
 
-    /// Takes `units` more of the budgets for `share`: of the tenant's at
-    /// once or `503`, then of the node's, waiting at most the grace; a body
-    /// that could never fit is `413`. How long it waited.
-    async fn take(&self, share: &mut BodyShare, units: u64, what: &str) -> Result<std::time::Duration, ApiError> {
-        let never = |whose: &str, bytes: u64| {
-            let message = format!("{what} is larger than {whose} ({bytes} bytes)");
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
-        };
-        let total = share.units + units;
-        if total > u64::from(self.capacity) {
-            return Err(never("this node's API takes at once", u64::from(self.capacity) * UNIT));
-        }
-        if share.tenant.is_some() && total * UNIT > self.per_tenant_bytes {
-            return Err(never("one account's share of this node's API", self.per_tenant_bytes));
-        }
-        let units = units as u32;
-        if let Some((tenant, tenants)) = &share.tenant {
-            let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
-            let held = tenants.entry(tenant.clone()).or_default();
-            let taken = u64::from(units) * UNIT;
-            if held.bytes + taken > self.per_tenant_bytes {
-                return Err(ApiError::busy("the account's bodies hold their share of this node's API; retry shortly"));
+    /// Takes `units` more of the budgets for `share`: of its caller's share
+    /// (the tenant's, or that of callers without an account) at once or
+    /// `503`, then of the node's, waiting at most the grace (and never past
+    /// `whole_by`); a body that could never fit is `413`. How long it
+    /// waited.
+    async fn take(
+        &self,
+        share: &mut BodyShare,
+        units: u64,
+        whole_by: Option<Instant>,
+        what: &str,
+    ) -> Result<Duration, ApiError> {
+        self.fits(share.tenant.is_some(), share.units + units, what)?;
+        let taken = units * UNIT;
+        {
+            let mut tenants = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+            let held = tenants.entry(share.tenant.clone()).or_default();
+            let (bound, full) = match share.tenant {
+                Some(_) => (self.per_tenant_bytes, "the account's bodies hold"),
+                None => (self.anonymous_bytes, "bodies sent without an account hold"),
+            };
+            if held.bytes + taken > bound {
+                if held.bytes == 0 && held.uploads == 0 {
+                    tenants.remove(&share.tenant);
+                }
+                return Err(ApiError::busy(format!("{full} their share of this node's API; retry shortly")));
             }
             held.bytes += taken;
-            share.bytes += taken;
         }
+        // Counted to the caller's share from here: given back on drop.
+        share.units += units;
+        let units = units as u32;
         let asked = Instant::now();
         let permit = match self.units.clone().try_acquire_many_owned(units) {
             Ok(permit) => permit,
             Err(_) => {
                 let waiting = self.units.clone().acquire_many_owned(units);
-                match tokio::time::timeout(self.limits.body_grace(), waiting).await {
+                let until =
+                    whole_by.map_or(asked + self.limits.body_grace(), |w| w.min(asked + self.limits.body_grace()));
+                match tokio::time::timeout_at(until, waiting).await {
                     Ok(Ok(permit)) => permit,
                     _ => return Err(ApiError::busy("this node's API is reading too many bodies; retry shortly")),
                 }
             }
         };
-        share._permits.push(permit);
-        share.units += u64::from(units);
+        match &mut share.permit {
+            Some(held) => held.merge(permit),
+            None => share.permit = Some(permit),
+        }
         Ok(asked.elapsed())
     }
 
@@ -206,6 +259,13 @@ impl BodyBudget {
                 "{what} came too slowly: after {} s a body must arrive at {} bytes/s at least",
                 self.limits.body_grace_secs, self.limits.body_min_rate
             ),
+        )
+    }
+
+    fn too_long(&self, what: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("{what} took too long: a body must arrive whole within {} s", self.limits.api_body_secs),
         )
     }
 }

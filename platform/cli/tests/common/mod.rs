@@ -2,6 +2,10 @@
 //! its public port, and an app to deploy.
 #![allow(dead_code)]
 
+pub mod raw;
+#[allow(unused_imports)]
+pub use raw::*;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -91,10 +91,15 @@ impl EgressCounts {
     }
 }
 
-/// A bound on how many outbound requests an app's guests make.
+/// A bound on how many outbound requests an app's guests make, and on how
+/// many connections they hold open.
 pub trait EgressQuota: Send + Sync + 'static {
     /// Takes one request; false when the guest must be refused.
     fn take(&self) -> bool;
+    /// Holds one outbound connection open: the guard is kept until the
+    /// connection closes. `None` when the tenant, or the node, has all it
+    /// may open (each is a descriptor of the process).
+    fn open(&self) -> Option<Box<dyn Send + Sync>>;
 }
 
 impl std::fmt::Debug for Egress {
@@ -142,9 +147,20 @@ impl WasiHttpHooks for Egress {
             traces::failed(&span, "quota");
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
+        let open = match &self.quota {
+            Some(quota) => match quota.open() {
+                Some(open) => Some(open),
+                None => {
+                    tracing::debug!(app = %self.app, "an outbound request over the open connections' bound");
+                    traces::failed(&span, "connections");
+                    return Box::new(async { Err(Error::ConnectionLimitReached) });
+                }
+            },
+            None => None,
+        };
         let tls = (request.uri().scheme() == Some(&Scheme::HTTPS)).then(|| self.tls.clone());
         self.counts.request();
-        let sending = send(request, options, self.policy.clone(), tls, self.counts.clone());
+        let sending = send(request, options, self.policy.clone(), tls, self.counts.clone(), open);
         Box::new(async move {
             let sent = sending.instrument(span.clone()).await;
             match &sent {
@@ -223,6 +239,7 @@ async fn send(
     policy: Arc<EgressPolicy>,
     tls: Option<Arc<rustls::ClientConfig>>,
     counts: Arc<EgressCounts>,
+    open: Option<Box<dyn Send + Sync>>,
 ) -> Result<(http::Response<WasiBody>, Io), Error> {
     let authority = request.uri().authority().ok_or(Error::HttpRequestUriInvalid)?;
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
@@ -253,7 +270,11 @@ async fn send(
         tokio::time::timeout(connect_timeout, hyper::client::conn::http1::handshake(TokioIo::new(stream)))
             .await
             .map_err(|_| Error::ConnectionTimeout)??;
-    let connection = tokio::spawn(connection);
+    // The connection holds its place among the open ones until it closes.
+    let connection = tokio::spawn(async move {
+        let _open = open;
+        connection.await
+    });
 
     // The request line carries the path only; the authority went to `Host`.
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();

@@ -14,14 +14,14 @@ mod sockets;
 mod storage;
 mod values;
 
-use crate::cpu::{CpuGate, CpuShare, CpuTurn};
+use crate::cpu::{CpuGate, CpuTurn};
 use crate::guest_log::{GuestLabel, GuestOutput};
+use crate::share::GuestShare;
 use std::future::Future;
 use std::sync::Arc;
 use wasmkeep_telemetry::logs::GuestLogs;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -95,7 +95,8 @@ pub struct GuestState<H> {
     pub(crate) table: ResourceTable,
     /// What `wasi:keyvalue` keeps between calls.
     pub(crate) keyvalue: keyvalue::KvState,
-    pub(crate) limits: StoreLimits,
+    /// Its memory: its own limit, and its charge against the node's budget.
+    pub(crate) memory: crate::memory::GuestMemory,
     /// When the current event's wall ends; checked at each epoch tick.
     pub(crate) wall_ends: Option<std::time::Instant>,
     pub(crate) wall_exceeded: bool,
@@ -111,6 +112,10 @@ pub struct GuestState<H> {
 #[derive(Clone)]
 pub(crate) struct GuestConfig {
     pub memory_bytes: u64,
+    /// What all guests of the node may hold.
+    pub memory: Arc<crate::memory::MemoryBudget>,
+    /// What one host call may copy out of a guest (`loader`).
+    pub host_call_bytes: u64,
     pub cpu: CpuGate,
     /// Where guests' lines go.
     pub logs: Arc<GuestLogs>,
@@ -126,7 +131,7 @@ impl GuestConfig {
 }
 
 impl<H> GuestState<H> {
-    pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress, cpu: CpuShare) -> Self {
+    pub(crate) fn new(host: H, label: GuestLabel, config: &GuestConfig, egress: Egress, share: GuestShare) -> Self {
         let output = GuestOutput::new(label.who.clone(), config.logs.clone());
         Self {
             // A guest's output is not written to the node's own: each line
@@ -134,15 +139,12 @@ impl<H> GuestState<H> {
             wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.stderr()).envs(&config.env).build(),
             output,
             label,
-            cpu: CpuTurn::new(config.cpu.clone(), cpu),
+            memory: crate::memory::GuestMemory::new(config.memory.clone(), share.clone(), config.memory_bytes),
+            cpu: CpuTurn::new(config.cpu.clone(), share),
             http: WasiHttpCtx::new(),
             egress,
             table: guest_table(),
             keyvalue: keyvalue::KvState::default(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(config.memory_bytes as usize)
-                .trap_on_grow_failure(true)
-                .build(),
             wall_ends: None,
             wall_exceeded: false,
             host,

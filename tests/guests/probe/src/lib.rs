@@ -54,10 +54,33 @@ impl Actor for Probe {
                 }
             }
             ("GET", "/alloc") => {
-                // Holds `mb` MiB at once, then answers.
+                // Holds `mb` MiB at once (for `ms` more), then answers.
                 let mb: usize = param(&req, "mb").parse().unwrap_or(1);
                 let block = vec![7u8; mb << 20];
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
                 Response::text(200, std::hint::black_box(&block).len().to_string())
+            }
+            ("GET", "/hold") => {
+                // Takes up to `mb` MiB while the host grants its memory (in
+                // MiB blocks, then 64 KiB ones to fill what is left);
+                // holds it `ms`; answers the KiB held.
+                let most = param(&req, "mb").parse::<usize>().unwrap_or(1) << 20;
+                let mut held: Vec<Vec<u8>> = Vec::with_capacity(most >> 16);
+                let mut bytes = 0;
+                for block in [1 << 20, 1 << 16] {
+                    while bytes + block <= most {
+                        let mut taken = Vec::new();
+                        if taken.try_reserve_exact(block).is_err() {
+                            break;
+                        }
+                        taken.resize(block, 7u8);
+                        held.push(taken);
+                        bytes += block;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
+                std::hint::black_box(&held);
+                Response::text(200, (bytes >> 10).to_string())
             }
             ("GET", "/sleep") => {
                 // Blocked in a host call (a WASI poll), after a write.

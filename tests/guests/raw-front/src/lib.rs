@@ -2,7 +2,9 @@
 //! `/trailers` answers the names of the request's trailers; `/drip?ms=N`
 //! streams a body 1 KiB every N ms, never ending (`&len=1` declares a
 //! Content-Length of 1 MiB); `/upload` reads the whole body and answers its
-//! length.
+//! length. `/alias?n=N&kib=K` asks the host to copy N header values that
+//! all alias one K KiB buffer (through the canonical ABI, as a hostile
+//! guest would: it need not hold what it asks the host to copy).
 
 use std::time::Duration;
 
@@ -56,6 +58,27 @@ fn read_all(request: IncomingRequest) -> (u64, Vec<String>) {
     (len, names)
 }
 
+/// `fields.from-list` with `n` entries, each `x-alias: <the buffer>`, the
+/// buffer `kib` KiB once in the guest's memory: what the host answered.
+fn alias(n: usize, kib: usize) -> String {
+    #[link(wasm_import_module = "wasi:http/types@0.2.12")]
+    unsafe extern "C" {
+        #[link_name = "[static]fields.from-list"]
+        fn from_list(entries: *mut u8, len: usize, ret: *mut u8);
+    }
+    let value = vec![b'a'; kib << 10];
+    let name = b"x-alias";
+    // Each entry is (name pointer, name length, value pointer, value length).
+    let mut entries: Vec<[usize; 4]> =
+        (0..n).map(|_| [name.as_ptr() as usize, name.len(), value.as_ptr() as usize, value.len()]).collect();
+    let mut ret = [0u32; 2];
+    unsafe { from_list(entries.as_mut_ptr().cast(), n, ret.as_mut_ptr().cast()) };
+    match ret[0] & 0xff {
+        0 => "fields".to_owned(),
+        _ => format!("header-error {}", ret[1] & 0xff),
+    }
+}
+
 impl wasip2::exports::http::incoming_handler::Guest for RawFront {
     fn handle(request: IncomingRequest, out: ResponseOutparam) {
         let uri = request.path_with_query().unwrap_or_default();
@@ -90,6 +113,11 @@ impl wasip2::exports::http::incoming_handler::Guest for RawFront {
                     }
                     std::thread::sleep(Duration::from_millis(ms));
                 }
+            }
+            "/alias" => {
+                let n = param(query, "n").and_then(|v| v.parse().ok()).unwrap_or(1);
+                let kib = param(query, "kib").and_then(|v| v.parse().ok()).unwrap_or(1);
+                answer(out, 200, &[], alias(n, kib).as_bytes());
             }
             _ => answer(out, 404, &[], b"no such path"),
         }

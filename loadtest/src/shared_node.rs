@@ -1,0 +1,373 @@
+//! A node shared by tenants who do not trust each other (issue 23):
+//! `wasmkeep serve` in its own process, a quiet tenant sending 10
+//! requests a second to its 20 actors, alone and then beside each of three
+//! others in turn:
+//!
+//! - **memory**: a tenant filling its plan's memory, 200 actors taking 60
+//!   MiB each (12 GiB by its plan; the node's guest budget is
+//!   `--budget-mib`, 3,072 by default), over and over;
+//! - **aliasing**: 32 front requests at once, each asking `fields.from-list`
+//!   for 100,000 values that alias one 1 KiB buffer (100 MiB to copy);
+//! - **uploads**: 4 big uploads at once, queued behind each other for the
+//!   compile threads, again and again.
+//!
+//! Each phase records the quiet tenant's p50 and p99 (the goal: within 2x
+//! of alone) and the node's largest RSS (the goal: within the guests'
+//! budget and what the node keeps). Then a big component's compile time
+//! with wasmtime's parallel compilation against the node's one niced
+//! thread, in this process: what keeping a compile to one core costs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+
+use crate::{flag, load, probe_process, stats};
+
+/// One request over a fresh connection: its status and body.
+async fn request(
+    addr: &str,
+    method: &str,
+    host: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String) {
+    let attempt = async {
+        let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        let mut req = hyper::Request::builder().method(method).uri(path).header("host", host);
+        if let Some(token) = token {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
+        let res =
+            sender.send_request(req.body(Full::new(Bytes::from(body))).unwrap()).await.map_err(|e| e.to_string())?;
+        let status = res.status().as_u16();
+        let body = res.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        Ok::<_, String>((status, String::from_utf8_lossy(&body).into_owned()))
+    };
+    attempt.await.unwrap_or_else(|e| (0, e))
+}
+
+fn free_port() -> Result<String, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.to_string())
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A component that takes long to compile: `funcs` functions of 400
+/// instructions each.
+fn slow_to_compile(seed: u32, funcs: usize) -> Vec<u8> {
+    let mut text = String::from("(component (core module\n");
+    for f in 0..funcs {
+        text.push_str(&format!("(func (export \"f{f}\") (param i32) (result i32) local.get 0\n"));
+        for i in 0..100 {
+            text.push_str(&format!("i32.const {} i32.add i32.const 3 i32.mul\n", seed + i));
+        }
+        text.push_str(")\n");
+    }
+    text.push_str("))");
+    wat::parse_str(&text).expect("the generated component parses")
+}
+
+/// Signs `tenant` up and creates its app `app`; answers its token.
+async fn tenant(api: &str, tenant: &str) -> Result<String, String> {
+    let (status, body) =
+        request(api, "POST", "api", "/v1/tenants", None, format!("{{\"name\":\"{tenant}\"}}").into()).await;
+    if status != 201 {
+        return Err(format!("sign-up: {status} {body}"));
+    }
+    let token = body.split("\"token\":\"").nth(1).and_then(|r| r.split('"').next()).ok_or("no token")?.to_owned();
+    let (status, body) = request(api, "PUT", "api", "/v1/apps/app", Some(&token), Vec::new()).await;
+    if status != 201 {
+        return Err(format!("app: {status} {body}"));
+    }
+    Ok(token)
+}
+
+/// Uploads `bundle` as a version of `token`'s app: its status and answer.
+async fn upload(api: &str, token: &str, bundle: Vec<u8>) -> (u16, String) {
+    request(api, "POST", "api", "/v1/apps/app/versions", Some(token), bundle).await
+}
+
+async fn deploy(api: &str, token: &str, bundle: Vec<u8>) -> Result<(), String> {
+    let (status, body) = upload(api, token, bundle).await;
+    if status != 201 {
+        return Err(format!("upload: {status} {body}"));
+    }
+    let (status, body) = request(api, "POST", "api", "/v1/apps/app/versions/1/activate", Some(token), Vec::new()).await;
+    if status != 200 {
+        return Err(format!("activate: {status} {body}"));
+    }
+    Ok(())
+}
+
+/// The quiet tenant: `rate` requests a second, paced, over its 20 actors,
+/// for `length`; each latency, and the failures.
+async fn quiet(addr: &str, rate: u32, length: Duration) -> Result<(Vec<Duration>, u64), String> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let (mut samples, mut failed) = (Vec::new(), 0);
+    let gap = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let end = Instant::now() + length;
+    let mut next = Instant::now();
+    let mut i = 0;
+    while Instant::now() < end {
+        tokio::time::sleep_until(next.into()).await;
+        next += gap;
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let path = format!("/actor/probe/q{}/ping", i % 20);
+        i += 1;
+        let req =
+            hyper::Request::get(path).header("host", "app.quiet.localhost").body(Full::new(Bytes::new())).unwrap();
+        let t = Instant::now();
+        let res = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let status = res.status();
+        res.into_body().collect().await.map_err(|e| e.to_string())?;
+        samples.push(t.elapsed());
+        if status != 200 {
+            failed += 1;
+        }
+    }
+    Ok((samples, failed))
+}
+
+/// What a neighbour does, over and over until `stop`, on its own thread.
+#[derive(Clone, Copy)]
+enum Neighbour {
+    Memory,
+    Aliasing,
+    Uploads,
+}
+
+impl Neighbour {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "a tenant filling its plan's memory (200 actors × 60 MiB)",
+            Self::Aliasing => "32 fronts copying 100,000 aliased values each",
+            Self::Uploads => "4 big uploads at once, queued for the compile threads",
+        }
+    }
+}
+
+/// Runs `neighbour` until `stop`; counts what it sent and what was refused.
+fn neighbour_load(
+    neighbour: Neighbour,
+    public: String,
+    api: String,
+    token: String,
+    heavy: Arc<Vec<u8>>,
+    (stop, sent, refused): (Arc<AtomicBool>, Arc<AtomicU64>, Arc<AtomicU64>),
+) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (workers, round) = match neighbour {
+            Neighbour::Memory => (8, Arc::new(AtomicU64::new(0))),
+            Neighbour::Aliasing => (32, Arc::default()),
+            Neighbour::Uploads => (4, Arc::default()),
+        };
+        let mut tasks = Vec::new();
+        for w in 0..workers {
+            let (public, api, token, heavy) = (public.clone(), api.clone(), token.clone(), heavy.clone());
+            let (stop, sent, refused, round) = (stop.clone(), sent.clone(), refused.clone(), round.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let (status, _) = match neighbour {
+                        Neighbour::Memory => {
+                            // Its 200 actors, 25 a worker, each taking 60
+                            // MiB; then the same again.
+                            let n = round.fetch_add(1, Ordering::Relaxed) % 200;
+                            let path = format!("/actor/probe/m{n}/alloc?mb=60");
+                            request(&public, "GET", "app.hog.localhost", &path, None, Vec::new()).await
+                        }
+                        Neighbour::Aliasing => {
+                            let path = "/alias?n=100000&kib=1";
+                            request(&public, "GET", "app.alias.localhost", path, None, Vec::new()).await
+                        }
+                        Neighbour::Uploads => {
+                            let _ = (w, i);
+                            upload(&api, &token, (*heavy).clone()).await
+                        }
+                    };
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    if !(200..300).contains(&status) {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        // A refused upload waits as a client told to retry.
+                        if matches!(neighbour, Neighbour::Uploads) {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+}
+
+/// The node's largest RSS, sampled every 100 ms until `stop`, in MiB.
+fn rss_sampler(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut most = 0;
+        while !stop.load(Ordering::Relaxed) {
+            most = most.max(probe_process::rss_kib(pid).unwrap_or(0) / 1024);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        most
+    })
+}
+
+/// How long compiling `wasm` takes on an engine with wasmtime's parallel
+/// compilation, and on one without it (the node's: one thread a compile).
+fn compile_times(wasm: &[u8]) -> Result<(Duration, Duration), String> {
+    let time = |parallel: bool| -> Result<Duration, String> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true).parallel_compilation(parallel);
+        let engine = wasmtime::Engine::new(&config).map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        wasmtime::component::Component::new(&engine, wasm).map_err(|e| e.to_string())?;
+        Ok(t.elapsed())
+    };
+    Ok((time(true)?, time(false)?))
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let secs: f64 = flag(args, "--secs", 15.0)?;
+    let budget_mib: u64 = flag(args, "--budget-mib", 3072)?;
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let plans = data.path().join("plans");
+    std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
+    let mut free = std::fs::read_to_string(load::repo().join("policies/plans/free.toml")).map_err(|e| e.to_string())?;
+    // The neighbours may send as fast as they like: what is measured is the
+    // node's shares, not the plans' rates. An upload is up to 64 MiB.
+    for (field, value) in [
+        ("requests_per_second", "100000"),
+        ("request_burst", "100000"),
+        ("actor_creations_per_second", "100000"),
+        ("events_per_second_per_actor", "100000"),
+        ("upload_bytes", "67108864"),
+    ] {
+        let line = free.lines().find(|l| l.starts_with(&format!("{field} ="))).ok_or(field)?.to_owned();
+        free = free.replace(&line, &format!("{field} = {value}"));
+    }
+    std::fs::write(plans.join("free.toml"), free).map_err(|e| e.to_string())?;
+    let limits = data.path().join("limits.toml");
+    let limits_text = format!(
+        "guest_memory_bytes = {}\npool_instances = 400\nfront_slots = 64\nuploads_per_tenant = 4\nidle_secs = 600.0\n",
+        budget_mib << 20
+    );
+    std::fs::write(&limits, limits_text).map_err(|e| e.to_string())?;
+    let (public, api) = (free_port()?, free_port()?);
+    let mut command = std::process::Command::new(load::wasmkeep_bin()?);
+    command.args(["serve", "--listen", &public, "--api-listen", &api, "--data"]).arg(data.path().join("data"));
+    command.arg("--plans").arg(&plans).arg("--limits").arg(&limits);
+    let server = load::spawn(command, |l| l.strip_prefix("wasmkeep: provisioning API on ").map(|_| public.clone()))?;
+
+    let g = wasmkeep_tests::guests();
+    let probe_bundle = format!(
+        "{{\"manifest\":{{\"classes\":{{\"probe\":{{\"access\":\"open\",\"component\":\"p\"}}}}}},\"components\":{{\"p\":\"{}\"}}}}",
+        b64(&g.probe)
+    );
+    let alias_bundle = format!(
+        "{{\"manifest\":{{\"front\":\"w\",\"classes\":{{}}}},\"components\":{{\"w\":\"{}\"}}}}",
+        b64(&g.raw_front)
+    );
+    // About 12 MB of component, a few seconds of compile each.
+    let heavy_wasm = slow_to_compile(7, 6000);
+    let heavy = Arc::new(
+        format!(
+            "{{\"manifest\":{{\"classes\":{{\"heavy\":{{\"access\":\"open\",\"component\":\"c\"}}}}}},\"components\":{{\"c\":\"{}\"}}}}",
+            b64(&heavy_wasm)
+        )
+        .into_bytes(),
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rows = rt.block_on(async {
+        let quiet_token = tenant(&api, "quiet").await?;
+        deploy(&api, &quiet_token, probe_bundle.clone().into_bytes()).await?;
+        let hog = tenant(&api, "hog").await?;
+        deploy(&api, &hog, probe_bundle.clone().into_bytes()).await?;
+        let alias = tenant(&api, "alias").await?;
+        deploy(&api, &alias, alias_bundle.into_bytes()).await?;
+        let uploader = tenant(&api, "uploads").await?;
+        // Warm: the quiet tenant's 20 actors are resident.
+        quiet(&server.addr, 20, Duration::from_secs(2)).await?;
+        let length = Duration::from_secs_f64(secs);
+        let mut rows = Vec::new();
+        let stop_rss = Arc::new(AtomicBool::new(false));
+        let rss = rss_sampler(server.pid(), stop_rss.clone());
+        let (alone, failed) = quiet(&server.addr, 10, length).await?;
+        stop_rss.store(true, Ordering::Relaxed);
+        rows.push(("alone".to_owned(), stats::summarize(alone), failed, rss.join().unwrap_or(0), 0, 0));
+        for neighbour in [Neighbour::Memory, Neighbour::Aliasing, Neighbour::Uploads] {
+            let (stop, sent, refused) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
+            let token = match neighbour {
+                Neighbour::Memory => hog.clone(),
+                Neighbour::Aliasing => alias.clone(),
+                Neighbour::Uploads => uploader.clone(),
+            };
+            let thread = {
+                let (public, api, heavy) = (server.addr.clone(), api.clone(), heavy.clone());
+                let (stop, sent, refused) = (stop.clone(), Arc::clone(&sent), Arc::clone(&refused));
+                std::thread::spawn(move || neighbour_load(neighbour, public, api, token, heavy, (stop, sent, refused)))
+            };
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let stop_rss = Arc::new(AtomicBool::new(false));
+            let rss = rss_sampler(server.pid(), stop_rss.clone());
+            let (beside, failed) = quiet(&server.addr, 10, length).await?;
+            stop.store(true, Ordering::Relaxed);
+            stop_rss.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+            let (sent, refused): (&AtomicU64, &AtomicU64) = (&sent, &refused);
+            rows.push((
+                format!("beside {}", neighbour.name()),
+                stats::summarize(beside),
+                failed,
+                rss.join().unwrap_or(0),
+                sent.load(Ordering::Relaxed),
+                refused.load(Ordering::Relaxed),
+            ));
+        }
+        Ok::<_, String>(rows)
+    })?;
+
+    let (parallel, single) = compile_times(&slow_to_compile(7, 6000))?;
+    println!(
+        "shared-node: the quiet tenant at 10 req/s to 20 actors, {secs} s a phase; guests' memory budget {budget_mib} MiB"
+    );
+    println!("| quiet tenant | p50 | p99 | p99 / alone | failed | node RSS, most | neighbour's requests (refused) |");
+    println!("|---|---|---|---|---|---|---|");
+    let alone = rows[0].1.p99.as_secs_f64();
+    for (name, s, failed, rss, sent, refused) in &rows {
+        println!(
+            "| {name} | {:?} | {:?} | {:.2}x | {failed} | {rss} MiB | {sent} ({refused}) |",
+            s.p50,
+            s.p99,
+            s.p99.as_secs_f64() / alone
+        );
+    }
+    println!(
+        "compile of a {} KB component: {:?} with wasmtime's parallel compilation, {:?} on one thread ({:.2}x)",
+        heavy.len() / 1000,
+        parallel,
+        single,
+        single.as_secs_f64() / parallel.as_secs_f64()
+    );
+    Ok(())
+}
