@@ -507,5 +507,7 @@ async fn a_host_call_lifts_no_more_than_a_call_could_carry() {
         assert_eq!(status, 500, "the guest traps: {text}");
     }
     let grown = peak_kib(&s).saturating_sub(base) / 1024;
-    assert!(grown < 48, "the node's peak grew by {grown} MiB copying one guest's aliased list");
+    // Within the bound (33 MiB to copy) it grows by some 65 MiB; at
+    // wasmtime's 128 MiB, by over 200.
+    assert!(grown < 110, "the node's peak grew by {grown} MiB copying one guest's aliased list");
 }

@@ -35,12 +35,13 @@ pub(crate) fn store<H: Send>(
 /// nodes may carry (the cluster's wire bound).
 const CALL_HEAD_BYTES: u64 = 64 * 1024;
 
-/// What one host call may legitimately lift from a guest under `limits`:
-/// the largest body (a call's, a `call-many`'s together, a socket
-/// message, a stored value, a batch of keys and values) and the heads of a
-/// `call-many`'s entries. wasmtime's default is 128 MiB; a guest aliasing
-/// one buffer from every element of a list reached it on the node's
-/// threads, outside any guest's CPU turn.
+/// What one host call may lift from a guest under `limits`: twice the
+/// largest body (a call's, a `call-many`'s together, a socket message, a
+/// stored value, a batch of keys and values), so that a call over its
+/// limit still reaches the host and is answered `too-large` (seed 0025),
+/// and the heads of a `call-many`'s entries. wasmtime's default is 128
+/// MiB; a guest aliasing one buffer from every element of a list reached
+/// it on the node's threads, outside any guest's CPU turn.
 pub fn host_call_bytes(limits: &wasmkeep_core::Limits) -> u64 {
     let body = [
         limits.body_bytes,
@@ -51,7 +52,7 @@ pub fn host_call_bytes(limits: &wasmkeep_core::Limits) -> u64 {
     .into_iter()
     .max()
     .unwrap_or_default();
-    body + (u64::from(limits.call_many_entries) + 1) * CALL_HEAD_BYTES
+    2 * body + (u64::from(limits.call_many_entries) + 1) * CALL_HEAD_BYTES
 }
 
 /// What instantiating within the wall gave: the instance, or the failure
