@@ -8,7 +8,6 @@
 //! 20 ms. Goal: the
 //! quiet tenant's p99 with the noisy one within 2x of its p99 alone.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -18,35 +17,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
-use crate::{flag, load, stats};
-
-/// One request over a fresh connection: its status and body.
-async fn request(
-    addr: &str,
-    method: &str,
-    host: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Vec<u8>,
-) -> Result<(u16, String), String> {
-    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
-    let mut req = hyper::Request::builder().method(method).uri(path).header("host", host);
-    if let Some(token) = token {
-        req = req.header("authorization", format!("Bearer {token}"));
-    }
-    let res = sender.send_request(req.body(Full::new(Bytes::from(body))).unwrap()).await.map_err(|e| e.to_string())?;
-    let status = res.status().as_u16();
-    let body = res.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-fn free_port() -> Result<String, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.to_string())
-}
+use crate::serve_process::{self, request};
+use crate::{flag, stats};
 
 /// Signs `tenant` up and deploys the probe as its app `app`; answers its token.
 async fn tenant_with_probe(api: &str, tenant: &str) -> Result<(), String> {
@@ -163,27 +135,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let secs: f64 = flag(args, "--secs", 20.0)?;
     let rounds: u32 = flag(args, "--rounds", 3)?;
     let burst = args.iter().any(|a| a == "--burst");
-    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let plans = data.path().join("plans");
-    std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
-    let mut free = std::fs::read_to_string(load::repo().join("policies/plans/free.toml")).map_err(|e| e.to_string())?;
-    for (field, value) in [
+    let plan = [
         ("requests_per_second", "100"),
         ("request_burst", "100"),
         ("actor_creations_per_second", "1000"),
         ("resident_actors", "100000"),
-    ] {
-        let line = free.lines().find(|l| l.starts_with(&format!("{field} ="))).ok_or(field)?.to_owned();
-        free = free.replace(&line, &format!("{field} = {value}"));
-    }
-    std::fs::write(plans.join("free.toml"), free).map_err(|e| e.to_string())?;
-    let limits = data.path().join("limits.toml");
-    std::fs::write(&limits, "pool_instances = 200\nfront_slots = 10\n").map_err(|e| e.to_string())?;
-    let (public, api) = (free_port()?, free_port()?);
-    let mut command = Command::new(load::wasmkeep_bin()?);
-    command.args(["serve", "--listen", &public, "--api-listen", &api, "--data"]).arg(data.path().join("data"));
-    command.arg("--plans").arg(&plans).arg("--limits").arg(&limits);
-    let server = load::spawn(command, |l| l.strip_prefix("wasmkeep: provisioning API on ").map(|_| public.clone()))?;
+    ];
+    let (server, api, _data) = serve_process::start(&plan, "pool_instances = 200\nfront_slots = 10\n")?;
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {

@@ -37,6 +37,7 @@ mod load;
 mod memory_burst;
 mod probe_node;
 mod probe_process;
+mod serve_process;
 mod shared_node;
 mod sockets;
 mod stats;

@@ -26,9 +26,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
-use crate::{flag, load, probe_process, stats};
+use crate::{flag, probe_process, serve_process, stats};
 
-/// One request over a fresh connection: its status and body.
+/// One request over a fresh connection: its status and body (status 0
+/// and the error when it could not be made).
 async fn request(
     addr: &str,
     method: &str,
@@ -37,46 +38,11 @@ async fn request(
     token: Option<&str>,
     body: Vec<u8>,
 ) -> (u16, String) {
-    let attempt = async {
-        let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
-        let mut req = hyper::Request::builder().method(method).uri(path).header("host", host);
-        if let Some(token) = token {
-            req = req.header("authorization", format!("Bearer {token}"));
-        }
-        let res =
-            sender.send_request(req.body(Full::new(Bytes::from(body))).unwrap()).await.map_err(|e| e.to_string())?;
-        let status = res.status().as_u16();
-        let body = res.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-        Ok::<_, String>((status, String::from_utf8_lossy(&body).into_owned()))
-    };
-    attempt.await.unwrap_or_else(|e| (0, e))
-}
-
-fn free_port() -> Result<String, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.to_string())
+    serve_process::request(addr, method, host, path, token, body).await.unwrap_or_else(|e| (0, e))
 }
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// A component that takes long to compile: `funcs` functions of 400
-/// instructions each.
-fn slow_to_compile(seed: u32, funcs: usize) -> Vec<u8> {
-    let mut text = String::from("(component (core module\n");
-    for f in 0..funcs {
-        text.push_str(&format!("(func (export \"f{f}\") (param i32) (result i32) local.get 0\n"));
-        for i in 0..100 {
-            text.push_str(&format!("i32.const {} i32.add i32.const 3 i32.mul\n", seed + i));
-        }
-        text.push_str(")\n");
-    }
-    text.push_str("))");
-    wat::parse_str(&text).expect("the generated component parses")
 }
 
 /// Signs `tenant` up and creates its app `app`; answers its token.
@@ -249,34 +215,20 @@ fn compile_times(wasm: &[u8]) -> Result<(Duration, Duration), String> {
 pub fn run(args: &[String]) -> Result<(), String> {
     let secs: f64 = flag(args, "--secs", 15.0)?;
     let budget_mib: u64 = flag(args, "--budget-mib", 3072)?;
-    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let plans = data.path().join("plans");
-    std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
-    let mut free = std::fs::read_to_string(load::repo().join("policies/plans/free.toml")).map_err(|e| e.to_string())?;
     // The neighbours may send as fast as they like: what is measured is the
     // node's shares, not the plans' rates. An upload is up to 64 MiB.
-    for (field, value) in [
+    let plan = [
         ("requests_per_second", "100000"),
         ("request_burst", "100000"),
         ("actor_creations_per_second", "100000"),
         ("events_per_second_per_actor", "100000"),
         ("upload_bytes", "67108864"),
-    ] {
-        let line = free.lines().find(|l| l.starts_with(&format!("{field} ="))).ok_or(field)?.to_owned();
-        free = free.replace(&line, &format!("{field} = {value}"));
-    }
-    std::fs::write(plans.join("free.toml"), free).map_err(|e| e.to_string())?;
-    let limits = data.path().join("limits.toml");
-    let limits_text = format!(
+    ];
+    let limits = format!(
         "guest_memory_bytes = {}\npool_instances = 400\nfront_slots = 64\nuploads_per_tenant = 4\nidle_secs = 600.0\n",
         budget_mib << 20
     );
-    std::fs::write(&limits, limits_text).map_err(|e| e.to_string())?;
-    let (public, api) = (free_port()?, free_port()?);
-    let mut command = std::process::Command::new(load::wasmkeep_bin()?);
-    command.args(["serve", "--listen", &public, "--api-listen", &api, "--data"]).arg(data.path().join("data"));
-    command.arg("--plans").arg(&plans).arg("--limits").arg(&limits);
-    let server = load::spawn(command, |l| l.strip_prefix("wasmkeep: provisioning API on ").map(|_| public.clone()))?;
+    let (server, api, _data) = serve_process::start(&plan, &limits)?;
 
     let g = wasmkeep_tests::guests();
     let probe_bundle = format!(
@@ -288,7 +240,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         b64(&g.raw_front)
     );
     // About 12 MB of component, a few seconds of compile each.
-    let heavy_wasm = slow_to_compile(7, 6000);
+    let heavy_wasm = wasmkeep_tests::slow_to_compile(7, 6000);
     let heavy = Arc::new(
         format!(
             "{{\"manifest\":{{\"classes\":{{\"heavy\":{{\"access\":\"open\",\"component\":\"c\"}}}}}},\"components\":{{\"c\":\"{}\"}}}}",
@@ -347,7 +299,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Ok::<_, String>(rows)
     })?;
 
-    let (parallel, single) = compile_times(&slow_to_compile(7, 6000))?;
+    let (parallel, single) = compile_times(&wasmkeep_tests::slow_to_compile(7, 6000))?;
     println!(
         "shared-node: the quiet tenant at 10 req/s to 20 actors, {secs} s a phase; guests' memory budget {budget_mib} MiB"
     );

@@ -45,6 +45,23 @@ pub struct Guests {
     pub kv_front: Vec<u8>,
 }
 
+/// A component that takes a while to compile (`funcs` functions of a few
+/// hundred instructions each), unlike any other: `seed` is in its code. It
+/// exports nothing an actor needs, so a node compiles it, then refuses it:
+/// the compile's cost is what a heavy upload makes every deploy pay.
+pub fn slow_to_compile(seed: u32, funcs: usize) -> Vec<u8> {
+    let mut text = String::from("(component (core module\n");
+    for f in 0..funcs {
+        text.push_str(&format!("(func (export \"f{f}\") (param i32) (result i32) local.get 0\n"));
+        for i in 0..100 {
+            text.push_str(&format!("i32.const {} i32.add i32.const 3 i32.mul\n", seed + i));
+        }
+        text.push_str(")\n");
+    }
+    text.push_str("))");
+    wat::parse_str(&text).expect("the generated component parses")
+}
+
 pub fn guests() -> &'static Guests {
     static GUESTS: OnceLock<Guests> = OnceLock::new();
     GUESTS.get_or_init(|| {

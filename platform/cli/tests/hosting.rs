@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use wasmkeep_tests::guests;
+use wasmkeep_tests::{guests, slow_to_compile};
 
 fn rss_kib(s: &Serve) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
@@ -260,23 +260,6 @@ async fn concurrent_uploads_are_bounded_per_tenant_and_across_the_node() {
     drop((a1, c));
 }
 
-/// A component that takes a while to compile (`funcs` functions of a few
-/// hundred instructions each), unlike any other: `seed` is in its code. It
-/// exports nothing an actor needs, so the node compiles it, then refuses
-/// it: the compile's cost is what a heavy upload makes every deploy pay.
-fn slow_to_compile(seed: u32, funcs: usize) -> Vec<u8> {
-    let mut text = String::from("(component (core module\n");
-    for f in 0..funcs {
-        text.push_str(&format!("(func (export \"f{f}\") (param i32) (result i32) local.get 0\n"));
-        for i in 0..100 {
-            text.push_str(&format!("i32.const {} i32.add i32.const 3 i32.mul\n", seed + i));
-        }
-        text.push_str(")\n");
-    }
-    text.push_str("))");
-    wat::parse_str(&text).unwrap()
-}
-
 fn bundle_of_one(wasm: &[u8]) -> Vec<u8> {
     json!({"manifest": {"classes": {"heavy": {"access": "open", "component": "c"}}}, "components": {"c": b64(wasm)}})
         .to_string()
@@ -358,6 +341,18 @@ async fn memory_mib(s: &Serve, tenant: &str) -> f64 {
     s.metric(&format!("wasmkeep_guest_memory_bytes{{tenant=\"{tenant}\"}}")).await / (1 << 20) as f64
 }
 
+/// Two tenants with the probe: `hog` on the free plan (app `fill`), `calm`
+/// on the pro plan (app `quiet`, weight 10).
+async fn free_and_pro(s: &Serve) {
+    let hog = signup(s, "hog").await;
+    deploy(s, &hog, "fill").await;
+    let operator = s.operator_token();
+    let (status, body) =
+        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "calm", "plan": "pro"}))).await;
+    assert_eq!(status, 201, "{body}");
+    deploy(s, body["token"].as_str().unwrap(), "quiet").await;
+}
+
 /// Item 5: the guests' memory is one budget, charged at instantiation and
 /// at each grow, shared by weight. A free tenant filling its actors with
 /// 60 MiB each meets its share (half the budget while alone, room kept
@@ -372,15 +367,8 @@ async fn a_tenant_filling_its_memory_meets_its_share_and_another_is_served() {
     let limits = limits_file(dir.path(), &format!("guest_memory_bytes = {}\nidle_secs = 600.0\n", budget_mib << 20));
     let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
     let s = Serve::start(&dir.path().join("data"), &extra);
-    let operator = s.operator_token();
     assert_eq!(s.metric("wasmkeep_guest_memory_budget_bytes").await, (budget_mib << 20) as f64);
-    let hog = signup(&s, "hog").await;
-    deploy(&s, &hog, "fill").await;
-    let (status, body) =
-        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "calm", "plan": "pro"}))).await;
-    assert_eq!(status, 201, "{body}");
-    let calm = body["token"].as_str().unwrap().to_owned();
-    deploy(&s, &calm, "quiet").await;
+    free_and_pro(&s).await;
     let before = rss_kib(&s);
 
     // The free plan's guests have 64 MiB each, not the node's 128.
@@ -427,14 +415,7 @@ async fn a_new_instance_with_no_room_in_the_budget_is_refused_then_served() {
     );
     let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
     let s = std::sync::Arc::new(Serve::start(&dir.path().join("data"), &extra));
-    let operator = s.operator_token();
-    let hog = signup(&s, "hog").await;
-    deploy(&s, &hog, "fill").await;
-    let (status, body) =
-        s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": "calm", "plan": "pro"}))).await;
-    assert_eq!(status, 201, "{body}");
-    let calm = body["token"].as_str().unwrap().to_owned();
-    deploy(&s, &calm, "quiet").await;
+    free_and_pro(&s).await;
     let late = signup(&s, "late").await;
     deploy(&s, &late, "last").await;
 
