@@ -57,3 +57,28 @@ async fn a_removed_class_closes_its_sockets_with_1001_and_others_survive() {
     kept.send(Message::text("echo:on the new version")).await.unwrap();
     assert_eq!(next(&mut kept).await, Ok("on the new version".into()));
 }
+
+/// The classes of a version naming one component share one compile:
+/// matched by buffer when they share one (a bundle's decoded component),
+/// by hash when they do not. Compiled per class, a bundle of 100 classes
+/// would compile (and hold) its component 100 times.
+#[tokio::test]
+async fn classes_naming_one_component_share_one_compile() {
+    let probe: std::sync::Arc<[u8]> = guests().probe.clone().into();
+    let mut classes: Vec<wasmkeep_actors::ClassSpec> = (0..50)
+        .map(|i| wasmkeep_actors::ClassSpec {
+            name: wasmkeep_core::ClassName::parse(&format!("s{i}")).unwrap(),
+            access: Access::Open,
+            wasm: probe.clone(),
+        })
+        .collect();
+    // The same bytes in buffers of their own.
+    classes.extend((0..3).map(|i| class(&format!("d{i}"), Access::Open, &guests().probe)));
+    let n = TestNode::start(test_limits(), VersionSpec { classes, ..Default::default() }).await;
+    let version = n.node.app(n.app).unwrap().active().unwrap();
+    let first = &version.class("s0").unwrap().component;
+    for name in (1..50).map(|i| format!("s{i}")).chain((0..3).map(|i| format!("d{i}"))) {
+        let component = &version.class(&name).unwrap().component;
+        assert!(std::sync::Arc::ptr_eq(first, component), "{name} has a compile of its own");
+    }
+}

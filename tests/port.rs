@@ -300,6 +300,33 @@ async fn bodies_past_the_nodes_budget_wait_then_503() {
     assert_eq!(post("c", "/echo").await.unwrap().status(), 200);
 }
 
+/// A chunked body sent a byte a chunk holds of the node's budget what its
+/// bytes are, rounded once: before, each chunk took a KiB, so 2,000 bytes
+/// in 2,000 chunks needed 2,000 KiB of a 1 MiB budget and were refused, and
+/// a few such clients held the budget of everyone's bodies.
+#[tokio::test]
+async fn a_body_in_tiny_chunks_holds_its_bytes_not_a_unit_a_chunk() {
+    let limits = Limits { body_bytes: 512 * 1024, buffered_body_bytes: 1024 * 1024, ..test_limits() };
+    let n = open_probe_node(limits).await;
+    let mut tcp = connect(&n).await;
+    let mut request = b"POST /actor/open/a/echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..2000 {
+        request.extend_from_slice(b"1\r\nb\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    tcp.write_all(&request).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(read)) => answer.extend_from_slice(&buf[..read]),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{}", &answer[..answer.len().min(200)]);
+}
+
 #[tokio::test]
 async fn a_client_that_never_reads_its_answer_is_dropped() {
     // Walls of 1 s and an idle time of 0.5 s: nothing may stall for 1.5 s.

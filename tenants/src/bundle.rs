@@ -12,6 +12,7 @@
 //! in the bundle is named. Whether each is a component of the right world
 //! whose imports the host provides is the node's check, made next.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -23,10 +24,13 @@ use wasmkeep_core::{Access, ClassName};
 /// A bundle as sent.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Bundle {
+pub struct Bundle<'a> {
     pub manifest: BundleManifest,
-    /// Component name to its bytes, base64 (standard alphabet, padded).
-    pub components: BTreeMap<String, String>,
+    /// Component name to its bytes, base64 (standard alphabet, padded):
+    /// read in place from the body (base64 has nothing to unescape), so
+    /// that parsing holds no second copy of an upload.
+    #[serde(borrow)]
+    pub components: BTreeMap<String, Cow<'a, str>>,
 }
 
 /// The manifest of a bundle: `wasmkeep.toml`'s fields, with components
@@ -89,14 +93,13 @@ pub fn parse(body: &[u8], upload_bytes: u64) -> Result<VersionSpec, String> {
             .components
             .get_key_value(key)
             .ok_or_else(|| format!("manifest: {role} names component `{key}`, which the bundle does not hold"))?;
-        let wasm: Arc<[u8]> = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .map_err(|e| format!("components: `{key}` is not base64: {e}"))?
-            .into();
-        decoded_bytes += wasm.len() as u64;
+        let not_base64 = || format!("components: `{key}` is not base64");
+        // Counted before it is decoded: nothing past the bound is allocated.
+        decoded_bytes += decoded_len(encoded.as_bytes()).ok_or_else(not_base64)? as u64;
         if decoded_bytes > upload_bytes {
             return Err(format!("components: over {upload_bytes} bytes decoded (the plan's upload_bytes)"));
         }
+        let wasm = decode(encoded.as_bytes()).ok_or_else(not_base64)?;
         decoded.insert(key, wasm.clone());
         Ok(wasm)
     };
@@ -116,10 +119,31 @@ pub fn parse(body: &[u8], upload_bytes: u64) -> Result<VersionSpec, String> {
     Ok(VersionSpec { front: front.map(|f| f.to_vec()), classes, required_values: m.values.clone(), env: m.env.clone() })
 }
 
+/// The length `encoded` (padded base64) decodes to; `None` when no
+/// padded base64 is that long.
+fn decoded_len(encoded: &[u8]) -> Option<usize> {
+    if !encoded.len().is_multiple_of(4) {
+        return None;
+    }
+    let padding = encoded.iter().rev().take(2).take_while(|&&b| b == b'=').count();
+    (encoded.len() / 4 * 3).checked_sub(padding)
+}
+
+/// `encoded` (standard alphabet, padded) decoded into one allocation of
+/// its length: no second copy of a component is made on the way.
+fn decode(encoded: &[u8]) -> Option<Arc<[u8]>> {
+    let len = decoded_len(encoded)?;
+    // An exact-size iterator collects into the `Arc`'s own allocation.
+    let mut wasm: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    let out = Arc::get_mut(&mut wasm).expect("just made");
+    let written = base64::engine::general_purpose::STANDARD.decode_slice(encoded, out).ok()?;
+    (written == len).then_some(wasm)
+}
+
 /// The bundle of a version: each distinct component once, named by the
 /// first role that uses it (`_front`, or a class's name: no clash).
 pub fn encode(spec: &VersionSpec) -> Vec<u8> {
-    let mut components: BTreeMap<String, String> = BTreeMap::new();
+    let mut components: BTreeMap<String, Cow<'static, str>> = BTreeMap::new();
     let mut by_bytes: BTreeMap<&[u8], String> = BTreeMap::new();
     let front = spec.front.as_deref().map(|wasm| component_key(&mut by_bytes, &mut components, "_front", wasm));
     let classes = spec
@@ -137,14 +161,14 @@ pub fn encode(spec: &VersionSpec) -> Vec<u8> {
 /// The key of `wasm` in the bundle: the one it has, or `role` as a new one.
 fn component_key<'a>(
     by_bytes: &mut BTreeMap<&'a [u8], String>,
-    components: &mut BTreeMap<String, String>,
+    components: &mut BTreeMap<String, Cow<'static, str>>,
     role: &str,
     wasm: &'a [u8],
 ) -> String {
     by_bytes
         .entry(wasm)
         .or_insert_with(|| {
-            components.insert(role.to_owned(), base64::engine::general_purpose::STANDARD.encode(wasm));
+            components.insert(role.to_owned(), base64::engine::general_purpose::STANDARD.encode(wasm).into());
             role.to_owned()
         })
         .clone()
@@ -262,6 +286,19 @@ mod tests {
         );
         let e = parse(&two, 3000).unwrap_err();
         assert_eq!(e, "components: over 3000 bytes decoded (the plan's upload_bytes)");
+    }
+
+    #[test]
+    fn components_decode_as_base64_does() {
+        let engine = base64::engine::general_purpose::STANDARD;
+        for len in 0..40 {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let encoded = engine.encode(&bytes);
+            assert_eq!(decode(encoded.as_bytes()).as_deref(), Some(&bytes[..]), "{len} bytes");
+        }
+        for bad in ["a", "abc", "ab=c", "a===", "%%%%", "YQ==YQ=="] {
+            assert_eq!(decode(bad.as_bytes()), engine.decode(bad).ok().map(Arc::from), "{bad}");
+        }
     }
 
     #[test]

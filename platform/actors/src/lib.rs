@@ -352,10 +352,16 @@ impl Node {
 
     fn start(config: NodeConfig, store: Arc<dyn Store>, remote: Option<Arc<dyn Remote>>) -> anyhow::Result<Self> {
         config.limits.validate()?;
-        let logs = Arc::new(GuestLogs::new(LogRates {
-            per_actor: config.limits.log_lines_per_actor_per_second,
-            per_app: config.limits.log_lines_per_app_per_second,
-        }));
+        let logs = Arc::new(
+            GuestLogs::new(LogRates {
+                per_actor: config.limits.log_lines_per_actor_per_second,
+                per_app: config.limits.log_lines_per_app_per_second,
+            })
+            .with_tail_bounds(wasmkeep_telemetry::logs::TailBounds {
+                node: config.limits.log_tails as usize,
+                per_tenant: config.limits.log_tails_per_tenant as usize,
+            }),
+        );
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let compiles = wasmkeep_scheduler::Compiles::new(
             config.limits.compile_threads(cores),

@@ -297,3 +297,114 @@ async fn a_log_tail_whose_client_never_opens_its_window_is_cut() {
     let open = asked.elapsed();
     assert!(open >= Duration::from_millis(1900), "cut before the idle time: {open:?}");
 }
+
+/// F6: an upload holds its share of the budgets, and its place among the
+/// tenant's uploads in flight, until its version is compiled, even when
+/// its client leaves as soon as the bundle is sent. Before, a client that
+/// left freed both at once while the node still held the bundle, queued
+/// for the compile threads: a tenant could queue any number of bundles
+/// beyond its bounds. With one compile thread, two abandoned uploads of
+/// a slow component hold the tenant's two uploads in flight: a third is
+/// `503` until they are compiled, then taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_upload_holds_its_share_until_it_is_compiled() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits_file(dir.path(), "compile_threads = 1\nuploads_per_tenant = 2\n");
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    let token = tenant_with_app(&s, "leaver").await;
+    let slow = wasmkeep_tests::slow_to_compile(3, 6000);
+    let slow_bundle = json!({"manifest": {"classes": {"slow": {"access": "open", "component": "c"}}},
+                        "components": {"c": b64(&slow)}})
+    .to_string();
+    let head = format!(
+        "POST /v1/apps/shop/versions HTTP/1.1\r\nhost: api\r\nauthorization: Bearer {token}\r\ncontent-length: {}\r\n\r\n",
+        slow_bundle.len()
+    );
+    let sent = Instant::now();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = connect_from(api_addr(&s), "127.0.0.1").await.unwrap();
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(slow_bundle.as_bytes()).await.unwrap();
+        clients.push(tcp);
+    }
+    // Once the bundles are read (a client leaving before that cancels its
+    // upload), the clients leave without their answers.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    drop(clients);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&token), Some(bundle())).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("has 2 uploads in flight already"), "{text}");
+    // Taken again once both are compiled (and refused as no actor class).
+    let (status, text) = loop {
+        let (status, text) = s.api_raw("POST", "/v1/apps/shop/versions", Some(&token), Some(bundle())).await;
+        if status != 503 || sent.elapsed() > Duration::from_secs(120) {
+            break (status, text);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status, 201, "{text}");
+    eprintln!("two abandoned compiles held the uploads for {:?}", sent.elapsed());
+}
+
+/// The log tails a node serves are bounded per tenant and in all: each
+/// holds a backlog of lines for a slow reader. Before, any number of
+/// follow tails could be open, each up to 4 MiB of lines unread. One
+/// tenant's third tail is `503` (its bound is two), another tenant's
+/// first fits and then the node's three are all held; a tail that ends
+/// gives its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_tails_are_bounded_per_tenant_and_for_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits_file(dir.path(), "log_tails = 3\nlog_tails_per_tenant = 2\n");
+    let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
+    let (a, b, c) = (tenant_with_app(&s, "ta").await, tenant_with_app(&s, "tb").await, tenant_with_app(&s, "tc").await);
+    let to = api_addr(&s);
+    // A follow tail over its own connection: the connection, and the head
+    // of its answer (a refusal's body too).
+    let open = |token: String| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = connect_from(to, "127.0.0.1").await.unwrap();
+        let request = format!(
+            "GET /v1/apps/shop/logs?follow=true HTTP/1.1\r\nhost: api\r\nauthorization: Bearer {token}\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !(seen.windows(4).any(|w| w == b"\r\n\r\n")
+            && (seen.starts_with(b"HTTP/1.1 200") || seen.ends_with(b"}")))
+        {
+            match tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        (tcp, String::from_utf8_lossy(&seen).into_owned())
+    };
+    let (a1, answer) = open(a.clone()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_a2, answer) = open(a.clone()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_, refused) = open(a.clone()).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("the account has 2 log tails open on this node already"), "{refused}");
+    let (_b1, answer) = open(b.clone()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_, refused) = open(c.clone()).await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("this node serves 3 log tails already"), "{refused}");
+    // A tail whose client leaves gives its place back.
+    drop(a1);
+    let left = Instant::now();
+    let answer = loop {
+        let (_tail, answer) = open(c.clone()).await;
+        if answer.starts_with("HTTP/1.1 200") || left.elapsed() > Duration::from_secs(10) {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    eprintln!("a left tail's place came back within {:?}", left.elapsed());
+}

@@ -160,7 +160,12 @@ impl HopServer {
         let (tx, rx) = tokio::sync::mpsc::channel(wasmkeep_telemetry::logs::TAIL_LINES_BUFFERED);
         // It ends when the asking node drops the stream (the body, and its
         // receiver, go with it), or at once without `follow`.
-        tokio::spawn(self.node.guest_logs().tail(hop.filter, hop.follow, tx, std::future::pending()));
+        match self.node.guest_logs().tail(hop.filter, hop.follow, tx, std::future::pending()) {
+            Ok(tail) => {
+                tokio::spawn(tail);
+            }
+            Err(refused) => return plain(StatusCode::SERVICE_UNAVAILABLE, &refused.to_string()),
+        }
         let body = wasmkeep_telemetry::logs::TailBody(rx);
         let mut answer = http::Response::new(body.map_err(|never| match never {}).boxed_unsync());
         answer.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod actor_key;
 pub mod admission;
+pub mod body_units;
 pub mod budget;
 pub mod call_check;
 pub mod caller;

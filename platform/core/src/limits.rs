@@ -134,6 +134,11 @@ pub struct Limits {
     pub egress_connections: u32,
     /// Of those, what one tenant's guests may hold open.
     pub egress_connections_per_tenant: u32,
+    /// Log tails the node serves at once (its API's and other nodes'):
+    /// each may hold a reader's backlog of lines; past it `503`.
+    pub log_tails: u32,
+    /// Of those, one tenant's; past it `503`.
+    pub log_tails_per_tenant: u32,
 }
 
 impl Default for Limits {
@@ -189,6 +194,8 @@ impl Default for Limits {
             log_lines_per_app_per_second: 1000,
             egress_connections: 2048,
             egress_connections_per_tenant: 256,
+            log_tails: 256,
+            log_tails_per_tenant: 8,
         }
     }
 }
@@ -287,6 +294,8 @@ impl Limits {
             ("uploads_per_tenant", self.uploads_per_tenant),
             ("egress_connections", self.egress_connections),
             ("egress_connections_per_tenant", self.egress_connections_per_tenant),
+            ("log_tails", self.log_tails),
+            ("log_tails_per_tenant", self.log_tails_per_tenant),
         ];
         for (field, n) in at_least_one {
             if n == 0 {

@@ -25,8 +25,7 @@ use wasmkeep_core::{Limits, head};
 use crate::BoxError;
 use wasmkeep_core::{Failure, PortError};
 
-/// The budget is counted in KiB: a semaphore's permits are `u32`s.
-const UNIT: u64 = 1024;
+use wasmkeep_core::body_units::{self, UNIT};
 
 /// Request body bytes held across the node at once.
 pub(crate) struct BodyBudget {
@@ -37,7 +36,7 @@ pub(crate) struct BodyBudget {
 
 impl BodyBudget {
     pub(crate) fn new(limits: &Limits) -> Self {
-        let capacity = (limits.buffered_body_bytes / UNIT).clamp(1, u32::MAX as u64) as u32;
+        let capacity = body_units::capacity(limits.buffered_body_bytes);
         Self { units: Arc::new(Semaphore::new(capacity as usize)), capacity }
     }
 }
@@ -88,10 +87,10 @@ pub(crate) struct Paced {
     inner: Incoming,
     started: tokio::time::Instant,
     received: u64,
-    /// The declared length, until its share is taken.
-    declared: Option<u64>,
-    /// Bytes of the budget taken ahead of the frames (a declared length).
-    reserved: u64,
+    /// The declared length (0: none): its first bytes take its share.
+    declared: u64,
+    /// Units of the budget taken so far.
+    units_held: u64,
     limits: Arc<Limits>,
     budget: Arc<Semaphore>,
     capacity: u32,
@@ -107,8 +106,6 @@ pub(crate) struct Paced {
 struct Waiting {
     frame: Frame<Bytes>,
     units: u64,
-    /// Whether the units cover the frames to come (a declared length).
-    reserve: bool,
     acquire: BoxFuture<'static, Option<OwnedSemaphorePermit>>,
     since: tokio::time::Instant,
 }
@@ -117,13 +114,13 @@ impl Paced {
     pub(crate) fn new(inner: Incoming, limits: Arc<Limits>, budget: &BodyBudget, held: Held) -> Self {
         let started = tokio::time::Instant::now();
         let timer = Box::pin(tokio::time::sleep_until(started + limits.body_allowance(0)));
-        let declared = inner.size_hint().exact().filter(|n| *n > 0);
+        let declared = inner.size_hint().exact().unwrap_or(0);
         Self {
             inner,
             started,
             received: 0,
             declared,
-            reserved: 0,
+            units_held: 0,
             limits,
             budget: budget.units.clone(),
             capacity: budget.capacity,
@@ -140,14 +137,14 @@ impl Paced {
         Poll::Ready(Some(Err(e)))
     }
 
-    /// Takes `bytes` of the budget now for `frame` (and, when `reserve`,
-    /// for the frames to come), or starts waiting for them: `Ok(Some)` is
-    /// the frame to give out now; `Err` a body larger than the budget.
-    fn take_budget(&mut self, frame: Frame<Bytes>, bytes: u64, reserve: bool) -> Result<Option<Frame<Bytes>>, ()> {
-        let units = match u32::try_from(bytes.div_ceil(UNIT)) {
-            Ok(units) if units <= self.capacity => units,
-            _ => return Err(()),
-        };
+    /// Takes `units` more of the budget now for `frame`, or starts waiting
+    /// for them: `Ok(Some)` is the frame to give out now; `Err` a body
+    /// larger than the budget.
+    fn take_budget(&mut self, frame: Frame<Bytes>, units: u64) -> Result<Option<Frame<Bytes>>, ()> {
+        if self.units_held + units > u64::from(self.capacity) {
+            return Err(());
+        }
+        let units = units as u32;
         // The tenant's bodies hold at most its share: past it, this body
         // fails at once rather than wait ahead of another tenant's.
         if !self.held.request.take_body(u64::from(units) * UNIT, u64::from(self.capacity) * UNIT) {
@@ -155,9 +152,7 @@ impl Paced {
         }
         if let Ok(permit) = self.budget.clone().try_acquire_many_owned(units) {
             self.held.add(permit);
-            if reserve {
-                self.reserved = (u64::from(units) * UNIT).saturating_sub(data_len(&frame));
-            }
+            self.units_held += u64::from(units);
             return Ok(Some(frame));
         }
         let budget = self.budget.clone();
@@ -165,7 +160,7 @@ impl Paced {
         let now = tokio::time::Instant::now();
         let left = self.limits.body_grace().saturating_sub(self.waited);
         self.timer.as_mut().reset(now + left);
-        self.waiting = Some(Waiting { frame, units: u64::from(units), reserve, acquire, since: now });
+        self.waiting = Some(Waiting { frame, units: u64::from(units), acquire, since: now });
         Ok(None)
     }
 }
@@ -188,9 +183,7 @@ impl Body for Paced {
                         let waited = waiting.since.elapsed();
                         this.waited += waited;
                         this.started += waited;
-                        if waiting.reserve {
-                            this.reserved = (waiting.units * UNIT).saturating_sub(data_len(&waiting.frame));
-                        }
+                        this.units_held += waiting.units;
                         this.timer.as_mut().reset(this.started + this.limits.body_allowance(this.received));
                         return Poll::Ready(Some(Ok(waiting.frame)));
                     }
@@ -220,19 +213,16 @@ impl Body for Paced {
             this.timer.as_mut().reset(ends);
             // The first bytes of a body of declared length take its whole
             // share; what that does not cover (a chunked body, or one longer
-            // than it said) is taken as it comes.
-            let taken = match this.declared.take() {
-                Some(declared) => this.take_budget(frame, declared.max(len), true),
-                None => {
-                    let covered = len.min(this.reserved);
-                    this.reserved -= covered;
-                    if len == covered {
-                        return Poll::Ready(Some(Ok(frame)));
-                    }
-                    this.take_budget(frame, len - covered, false)
-                }
-            };
-            match taken {
+            // than it said) is taken as it comes, rounded up once for the
+            // whole body, not per frame (a byte a frame holds its bytes).
+            if len == 0 {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            let more = body_units::more(this.units_held, this.declared.max(this.received));
+            if more == 0 {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            match this.take_budget(frame, more) {
                 Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
                 Ok(None) => continue,
                 Err(()) => return this.fail(BodyError::NodeFull),
@@ -247,10 +237,6 @@ impl Body for Paced {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
-}
-
-fn data_len(frame: &Frame<Bytes>) -> u64 {
-    frame.data_ref().map_or(0, |d| d.len() as u64)
 }
 
 /// An actor's body, read whole up to the body limit; the bytes hold their

@@ -350,10 +350,38 @@ struct Rings {
     live: HashMap<Arc<str>, broadcast::Sender<Arc<LogRecord>>>,
 }
 
+/// How many tails the node serves at once, and one tenant of them: each
+/// holds a reader's backlog ([`TAIL_LINES_BUFFERED`] lines, up to 512 KiB)
+/// for as long as its reader is slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailBounds {
+    pub node: usize,
+    pub per_tenant: usize,
+}
+
+impl Default for TailBounds {
+    fn default() -> Self {
+        Self { node: 256, per_tenant: 8 }
+    }
+}
+
+/// A tenant's records as they are written, for one tail.
+pub type LiveRecords = broadcast::Receiver<Arc<LogRecord>>;
+
+/// A tail not started: the caller may retry when one ends (a `503`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TailRefused {
+    #[error("the account has {0} log tails open on this node already; close one and retry")]
+    Tenant(usize),
+    #[error("this node serves {0} log tails already; retry shortly")]
+    Node(usize),
+}
+
 /// The node's guest logs: the limiter, each tenant's last records and
 /// live tails, and the count of dropped lines.
 pub struct GuestLogs {
     rates: LogRates,
+    tails: TailBounds,
     limiter: Mutex<Limiter>,
     rings: Mutex<Rings>,
     dropped: Mutex<std::collections::BTreeMap<Arc<str>, u64>>,
@@ -363,10 +391,16 @@ impl GuestLogs {
     pub fn new(rates: LogRates) -> Self {
         Self {
             rates,
+            tails: TailBounds::default(),
             limiter: Mutex::default(),
             rings: Mutex::new(Rings { kept: Kept::new(KeptBounds::default()), live: HashMap::new() }),
             dropped: Mutex::default(),
         }
+    }
+
+    /// With tails bounded by `tails` rather than the defaults.
+    pub fn with_tail_bounds(self, tails: TailBounds) -> Self {
+        Self { tails, ..self }
     }
 
     /// A line `who` wrote to `stream` (without its line break), in the
@@ -423,19 +457,28 @@ impl GuestLogs {
     }
 
     /// The kept records `filter` wants, and every record of its tenant's
-    /// after them (a tail filters its own).
-    pub fn recent_and_follow(&self, filter: &LogFilter) -> (Vec<Arc<LogRecord>>, broadcast::Receiver<Arc<LogRecord>>) {
+    /// after them (a tail filters its own); refused past the bounds on
+    /// tails (a tail is counted for as long as its receiver lives).
+    pub fn recent_and_follow(&self, filter: &LogFilter) -> Result<(Vec<Arc<LogRecord>>, LiveRecords), TailRefused> {
         let mut rings = self.rings.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = rings.kept.records(&filter.tenant).filter(|r| filter.matches(r)).cloned().collect();
         // The channels of tenants whose tails all left go (a quiet
         // tenant's would otherwise wait for its next line).
         rings.live.retain(|_, live| live.receiver_count() > 0);
+        let tenants = rings.live.get(filter.tenant.as_str()).map_or(0, broadcast::Sender::receiver_count);
+        if tenants >= self.tails.per_tenant {
+            return Err(TailRefused::Tenant(tenants));
+        }
+        let node: usize = rings.live.values().map(broadcast::Sender::receiver_count).sum();
+        if node >= self.tails.node {
+            return Err(TailRefused::Node(node));
+        }
+        let kept = rings.kept.records(&filter.tenant).filter(|r| filter.matches(r)).cloned().collect();
         let live = rings
             .live
             .entry(Arc::from(filter.tenant.as_str()))
             .or_insert_with(|| broadcast::channel(TAIL_BACKLOG).0)
             .subscribe();
-        (kept, live)
+        Ok((kept, live))
     }
 
     /// Lines of `tenant`'s guests dropped by the rate limit.
@@ -446,7 +489,7 @@ impl GuestLogs {
 
 /// Lines a tail holds for a slow reader before it waits for it (and the
 /// node's channel, if the reader stays slow, tells it what it missed).
-pub const TAIL_LINES_BUFFERED: usize = 256;
+pub const TAIL_LINES_BUFFERED: usize = 32;
 
 /// What a tail carries: a record, or how many records a reader too slow
 /// for the guests missed.
@@ -486,16 +529,16 @@ impl TailItem {
 impl GuestLogs {
     /// The records `filter` wants into `tx`: those kept, then, with
     /// `follow`, each one after as it is written, until `tx`'s reader
-    /// leaves or `stop` completes.
+    /// leaves or `stop` completes. Refused, at once, past the bounds.
     pub fn tail(
         &self,
         filter: LogFilter,
         follow: bool,
         tx: mpsc::Sender<TailItem>,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let (kept, live) = self.recent_and_follow(&filter);
-        async move {
+    ) -> Result<impl std::future::Future<Output = ()> + Send + 'static, TailRefused> {
+        let (kept, live) = self.recent_and_follow(&filter)?;
+        Ok(async move {
             for record in kept {
                 if tx.send(TailItem::Record(record)).await.is_err() {
                     return;
@@ -504,7 +547,7 @@ impl GuestLogs {
             if follow {
                 follow_live(live, filter, tx, stop).await;
             }
-        }
+        })
     }
 }
 
@@ -780,7 +823,7 @@ mod tests {
         let logs = GuestLogs::new(LOUD);
         let now = Instant::now();
         let quiet = LogFilter { tenant: "quiet".into(), app: "a".into(), ..Default::default() };
-        let (_, mut live) = logs.recent_and_follow(&quiet);
+        let (_, mut live) = logs.recent_and_follow(&quiet).unwrap();
         // More of another tenant's lines than a tail's backlog, unread.
         for i in 0..TAIL_BACKLOG + 100 {
             logs.line_at(&tenant("loud"), Stream::Stdout, format!("flood {i}").as_bytes(), None, now);
@@ -790,7 +833,7 @@ mod tests {
         assert!(live.try_recv().is_err());
         // The channel of a tenant whose tail left goes.
         drop(live);
-        let (_, _loud) = logs.recent_and_follow(&LogFilter { tenant: "loud".into(), ..quiet.clone() });
+        let (_, _loud) = logs.recent_and_follow(&LogFilter { tenant: "loud".into(), ..quiet.clone() }).unwrap();
         let rings = logs.rings.lock().unwrap();
         assert_eq!(rings.live.keys().map(|t| &**t).collect::<Vec<_>>(), ["loud"]);
     }
@@ -807,7 +850,7 @@ mod tests {
         };
         let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let filter = LogFilter { tenant: who.tenant.to_string(), app: who.app.to_string(), ..Default::default() };
-        let (_, mut idle) = logs.recent_and_follow(&filter);
+        let (_, mut idle) = logs.recent_and_follow(&filter).unwrap();
         let (flood, now) = (4 * TAIL_BACKLOG, Instant::now());
         for _ in 0..flood {
             logs.line_at(&who, Stream::Stdout, &[b'x'; LINE_BYTES_MAX + 1], Some(parent), now);
@@ -828,12 +871,30 @@ mod tests {
         assert!(bytes <= TAIL_BYTES, "the tail held {bytes} bytes, over {TAIL_BYTES}");
         assert_eq!((missed, held.len()), (flood - TAIL_BACKLOG, TAIL_BACKLOG), "the reader is told what it missed");
         // A channel whose tails left holds nothing, and goes at its next line.
-        let (_, unread) = logs.recent_and_follow(&filter);
+        let (_, unread) = logs.recent_and_follow(&filter).unwrap();
         logs.line_at(&who, Stream::Stdout, b"unread", None, now);
         drop((idle, unread));
         assert_eq!(logs.rings.lock().unwrap().live[&who.tenant].len(), 0);
         logs.line_at(&who, Stream::Stdout, b"no tail", None, now);
         assert!(logs.rings.lock().unwrap().live.is_empty());
+    }
+
+    #[test]
+    fn tails_are_bounded_per_tenant_and_for_the_node() {
+        let logs = GuestLogs::new(RATES).with_tail_bounds(TailBounds { node: 3, per_tenant: 2 });
+        let of = |tenant: &str| LogFilter { tenant: tenant.into(), app: "a".into(), ..Default::default() };
+        let a1 = logs.recent_and_follow(&of("a")).unwrap();
+        let _a2 = logs.recent_and_follow(&of("a")).unwrap();
+        assert_eq!(logs.recent_and_follow(&of("a")).unwrap_err(), TailRefused::Tenant(2));
+        let _b1 = logs.recent_and_follow(&of("b")).unwrap();
+        assert_eq!(logs.recent_and_follow(&of("c")).unwrap_err(), TailRefused::Node(3));
+        // A tail that ends gives its place back.
+        drop(a1);
+        let _c1 = logs.recent_and_follow(&of("c")).unwrap();
+        assert_eq!(
+            TailRefused::Tenant(8).to_string(),
+            "the account has 8 log tails open on this node already; close one and retry"
+        );
     }
 
     #[test]

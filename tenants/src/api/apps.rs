@@ -146,14 +146,38 @@ pub async fn upload(
     let app = find(&service, tenant, &name).await?;
     let plan = plan_of(&service, tenant).await?;
     let limit = usize::try_from(plan.upload_bytes).unwrap_or(usize::MAX);
-    // The share is held until the version is compiled and stored: the
-    // bundle's bytes, decoded, are what the compile reads.
     let reading = super::bodies::Reading { tenant: Some(tenant), upload: true, limit, what: "the upload" };
-    let (body, _share) = service.bodies.read(body, reading).await?;
-    let spec = bundle::parse(&body, plan.upload_bytes).map_err(ApiError::bad_request)?;
-    let added = service.node.add_version(tenant.as_str(), app.name.as_str(), spec).await.map_err(refused)?;
+    let (body, share) = service.bodies.read(body, reading).await?;
+    // The rest runs on a task of its own, to its end even when the client
+    // leaves: the share (and the tenant's upload in flight) is held for as
+    // long as the bundle's bytes and the components decoded from them are,
+    // however long the compile waits for its turn.
+    let version = tokio::spawn(add_version(service.clone(), app.clone(), plan, body, share))
+        .await
+        .map_err(|e| ApiError::internal(format!("an upload's task failed: {e}")))??;
+    Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": version}))))
+}
+
+/// The upload's version, from its bundle: decoded off the request threads,
+/// compiled in the tenant's turn, stored; the plan's oldest inactive
+/// versions beyond those it keeps go.
+async fn add_version(
+    service: Arc<Service>,
+    app: Arc<AppRef>,
+    plan: Arc<Plan>,
+    body: bytes::Bytes,
+    share: super::bodies::BodyShare,
+) -> Result<i64, ApiError> {
+    let decoding = service.bodies.beside(&share, body.len() as u64 / 4 * 3, "the upload").await?;
+    let upload_bytes = plan.upload_bytes;
+    let spec = tokio::task::spawn_blocking(move || bundle::parse(&body, upload_bytes))
+        .await
+        .map_err(|e| ApiError::internal(format!("an upload's parse failed: {e}")))?
+        .map_err(ApiError::bad_request)?;
+    // The body is gone: its share stands for the components from here.
+    drop(decoding);
+    let added = service.node.add_version(app.tenant.as_str(), app.name.as_str(), spec).await.map_err(refused)?;
     tracing::info!(app = %app, version = added.version, "version uploaded");
-    // The plan keeps so many versions: the oldest inactive ones go.
     let versions = service.store.versions(app.id).await?;
     let mut over = versions.len().saturating_sub(plan.versions_kept as usize);
     for old in &versions {
@@ -164,7 +188,8 @@ pub async fn upload(
             over -= 1;
         }
     }
-    Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": added.version}))))
+    drop(share);
+    Ok(added.version)
 }
 
 /// `GET /v1/apps/{app}/versions` (read), oldest first.

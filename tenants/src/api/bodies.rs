@@ -8,8 +8,10 @@
 //! small share, `503` at once past it), and the uploads one tenant has in
 //! flight. A body takes of the budgets what its bytes fill as they come,
 //! not what it declares: a body trickling in holds only what has come. An
-//! upload's share is held until its handler ends: the bundle is parsed,
-//! decoded and compiled from those bytes.
+//! upload's share is held until its version is compiled and stored, even
+//! when its client has left: the bundle is parsed, decoded and compiled
+//! from those bytes; its decoding takes its components' bytes more of the
+//! node's budget until the body is dropped (`beside`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,12 +22,10 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use wasmkeep_core::body_units::{self, UNIT};
 use wasmkeep_core::{Limits, TenantId};
 
 use super::ApiError;
-
-/// The budget is counted in KiB: a semaphore's permits are `u32`s.
-const UNIT: u64 = 1024;
 
 /// Callers without an account (sign-ups; the operator's few bodies) share
 /// this part of the node's budget: anyone can open many of them, so they
@@ -93,7 +93,7 @@ pub struct Reading<'a> {
 
 impl BodyBudget {
     pub fn new(limits: &Limits) -> Self {
-        let capacity = (limits.api_body_bytes / UNIT).clamp(1, u32::MAX as u64) as u32;
+        let capacity = body_units::capacity(limits.api_body_bytes);
         let all = u64::from(capacity) * UNIT;
         // At least one JSON body's worth, or a sign-up could never be read.
         let anonymous_bytes = (all / ANONYMOUS_PART).max(super::JSON_BYTES_MAX as u64).min(all);
@@ -154,7 +154,7 @@ impl BodyBudget {
                 return Err(ApiError::bad_request(format!("{what} could not be read")));
             }
             // The units its bytes fill so far, whatever its frames' sizes.
-            let more = now.div_ceil(UNIT).saturating_sub(share.units);
+            let more = body_units::more(share.units, now);
             if more > 0 {
                 waited += self.take(&mut share, more, whole_by, what).await?;
             }
@@ -250,6 +250,26 @@ impl BodyBudget {
             None => share.permit = Some(permit),
         }
         Ok(asked.elapsed())
+    }
+
+    /// `bytes` more of the node's budget beside `share`, for what is made
+    /// of a body while the body is still held (an upload's components,
+    /// decoded): waiting at most the grace, `503` past it, `413` when the
+    /// two could never be held together. Given back when dropped.
+    pub async fn beside(&self, share: &BodyShare, bytes: u64, what: &str) -> Result<OwnedSemaphorePermit, ApiError> {
+        let units = bytes.div_ceil(UNIT);
+        if share.units + units > u64::from(self.capacity) {
+            let all = u64::from(self.capacity) * UNIT;
+            let message = format!(
+                "{what}, with its components decoded, is larger than this node's API takes at once ({all} bytes)"
+            );
+            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message));
+        }
+        let waiting = self.units.clone().acquire_many_owned(units as u32);
+        match tokio::time::timeout(self.limits.body_grace(), waiting).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(ApiError::busy("this node's API is reading too many bodies; retry shortly")),
+        }
     }
 
     fn too_slow(&self, what: &str) -> ApiError {

@@ -78,15 +78,18 @@ pub async fn tail(
         return Ok((content_type, kept).into_response());
     }
     let (tx, rx) = mpsc::channel(TAIL_LINES_BUFFERED);
+    // This node's tail first: past the node's bounds on tails, nothing
+    // else is asked of the others.
+    let stop = stopped(service.stopping.clone());
+    let local = logs.tail(filter.clone(), true, tx.clone(), stop).map_err(|e| ApiError::busy(e.to_string()))?;
     // The other nodes' records come through a forwarder of their own, so
     // that the tail ends when the client leaves or this node stops, however
     // the others are.
     let (others_tx, others) = mpsc::channel(TAIL_LINES_BUFFERED);
-    if service.node.tail_others(filter.clone(), true, others_tx) > 0 {
-        tokio::spawn(forward(others, tx.clone(), service.stopping.clone()));
+    if service.node.tail_others(filter, true, others_tx) > 0 {
+        tokio::spawn(forward(others, tx, service.stopping.clone()));
     }
-    let stop = stopped(service.stopping.clone());
-    tokio::spawn(logs.tail(filter, true, tx, stop));
+    tokio::spawn(local);
     Ok((content_type, axum::body::Body::new(TailBody(rx))).into_response())
 }
 

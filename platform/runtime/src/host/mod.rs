@@ -8,6 +8,7 @@ mod calls;
 mod config;
 mod egress;
 pub mod egress_tls;
+mod fields;
 pub(crate) mod keyvalue;
 mod self_;
 mod sockets;
@@ -141,7 +142,11 @@ impl<H> GuestState<H> {
             label,
             memory: crate::memory::GuestMemory::new(config.memory.clone(), share.clone(), config.memory_bytes),
             cpu: CpuTurn::new(config.cpu.clone(), share),
-            http: WasiHttpCtx::new(),
+            http: {
+                let mut http = WasiHttpCtx::new();
+                http.set_field_size_limit(fields::FIELD_SIZE_LIMIT);
+                http
+            },
             egress,
             table: guest_table(),
             keyvalue: keyvalue::KvState::default(),
@@ -200,6 +205,7 @@ fn guest_linker<H: GuestHost>(engine: &wasmtime::Engine) -> wasmtime::Result<Lin
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    fields::add_to_linker(&mut linker)?;
     wit::actors::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::calls::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     wit::values::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;

@@ -4,9 +4,18 @@
 //! Content-Length of 1 MiB); `/upload` reads the whole body and answers its
 //! length. `/alias?n=N&kib=K` asks the host to copy N header values that
 //! all alias one K KiB buffer (through the canonical ABI, as a hostile
-//! guest would: it need not hold what it asks the host to copy).
+//! guest would: it need not hold what it asks the host to copy);
+//! `&via=set` through `fields.set`, `&via=call` as the headers of an
+//! `actors.call`.
 
 use std::time::Duration;
+
+// The type of `wasmkeep:actor/actors`, for the raw import below.
+wit_bindgen::generate!({
+    inline: "package test:raw-front; world imports { import wasmkeep:actor/actors@0.2.0; }",
+    path: "../../../wit",
+    generate_all,
+});
 
 use wasip2::http::types::{Fields, IncomingBody, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 use wasip2::io::streams::StreamError;
@@ -58,21 +67,76 @@ fn read_all(request: IncomingRequest) -> (u64, Vec<String>) {
     (len, names)
 }
 
-/// `fields.from-list` with `n` entries, each `x-alias: <the buffer>`, the
-/// buffer `kib` KiB once in the guest's memory: what the host answered.
-fn alias(n: usize, kib: usize) -> String {
+/// `n` header entries, each `x-alias: <the buffer>`, the buffer `kib` KiB
+/// once in the guest's memory, given to the host `via` `fields.from-list`,
+/// `fields.set` (the values alone) or `actors.call` (a request's headers):
+/// what the host answered.
+fn alias(n: usize, kib: usize, via: &str) -> String {
     #[link(wasm_import_module = "wasi:http/types@0.2.12")]
     unsafe extern "C" {
         #[link_name = "[static]fields.from-list"]
         fn from_list(entries: *mut u8, len: usize, ret: *mut u8);
+        #[link_name = "[method]fields.set"]
+        fn set(fields: i32, name: *const u8, name_len: usize, values: *mut u8, len: usize, ret: *mut u8);
+    }
+    #[link(wasm_import_module = "wasmkeep:actor/actors@0.2.0")]
+    unsafe extern "C" {
+        #[link_name = "call"]
+        fn call(
+            address: *const u8,
+            address_len: usize,
+            method: *const u8,
+            method_len: usize,
+            path: *const u8,
+            path_len: usize,
+            headers: *mut u8,
+            headers_len: usize,
+            body: *const u8,
+            body_len: usize,
+            ret: *mut u8,
+        );
     }
     let value = vec![b'a'; kib << 10];
     let name = b"x-alias";
-    // Each entry is (name pointer, name length, value pointer, value length).
-    let mut entries: Vec<[usize; 4]> =
-        (0..n).map(|_| [name.as_ptr() as usize, name.len(), value.as_ptr() as usize, value.len()]).collect();
-    let mut ret = [0u32; 2];
-    unsafe { from_list(entries.as_mut_ptr().cast(), n, ret.as_mut_ptr().cast()) };
+    let mut ret = [0u32; 16];
+    match via {
+        "set" => {
+            let mut values: Vec<[usize; 2]> = (0..n).map(|_| [value.as_ptr() as usize, value.len()]).collect();
+            let fields = Fields::new();
+            let handle = fields.handle() as i32;
+            unsafe { set(handle, name.as_ptr(), name.len(), values.as_mut_ptr().cast(), n, ret.as_mut_ptr().cast()) };
+        }
+        "call" => {
+            // Each entry is (name pointer, name length, value pointer, value length).
+            let mut entries: Vec<[usize; 4]> =
+                (0..n).map(|_| [name.as_ptr() as usize, name.len(), value.as_ptr() as usize, value.len()]).collect();
+            let (address, method, path) = (b"probe/a", b"GET", b"/ping");
+            unsafe {
+                call(
+                    address.as_ptr(),
+                    address.len(),
+                    method.as_ptr(),
+                    method.len(),
+                    path.as_ptr(),
+                    path.len(),
+                    entries.as_mut_ptr().cast(),
+                    n,
+                    [].as_ptr(),
+                    0,
+                    ret.as_mut_ptr().cast(),
+                )
+            };
+            return match ret[0] & 0xff {
+                0 => "called".to_owned(),
+                _ => format!("call-error {}", ret[1] & 0xff),
+            };
+        }
+        _ => {
+            let mut entries: Vec<[usize; 4]> =
+                (0..n).map(|_| [name.as_ptr() as usize, name.len(), value.as_ptr() as usize, value.len()]).collect();
+            unsafe { from_list(entries.as_mut_ptr().cast(), n, ret.as_mut_ptr().cast()) };
+        }
+    }
     match ret[0] & 0xff {
         0 => "fields".to_owned(),
         _ => format!("header-error {}", ret[1] & 0xff),
@@ -117,7 +181,8 @@ impl wasip2::exports::http::incoming_handler::Guest for RawFront {
             "/alias" => {
                 let n = param(query, "n").and_then(|v| v.parse().ok()).unwrap_or(1);
                 let kib = param(query, "kib").and_then(|v| v.parse().ok()).unwrap_or(1);
-                answer(out, 200, &[], alias(n, kib).as_bytes());
+                let via = param(query, "via").unwrap_or_default();
+                answer(out, 200, &[], alias(n, kib, &via).as_bytes());
             }
             _ => answer(out, 404, &[], b"no such path"),
         }
