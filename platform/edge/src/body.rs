@@ -20,12 +20,10 @@ use hyper::body::Incoming;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmkeep_actors::ClientBodyError as BodyError;
 use wasmkeep_actors::RequestPlace;
-use wasmkeep_core::{Limits, head};
+use wasmkeep_core::body_units::{self, UNIT};
+use wasmkeep_core::{Failure, Limits, PortError, head};
 
 use crate::BoxError;
-use wasmkeep_core::{Failure, PortError};
-
-use wasmkeep_core::body_units::{self, UNIT};
 
 /// Request body bytes held across the node at once.
 pub(crate) struct BodyBudget {

@@ -26,10 +26,18 @@ pub const FIELD_SIZE_LIMIT: usize = 128 * 1024;
 /// imports resolve to it).
 const TYPES: &str = "wasi:http/types@0.2.12";
 
-/// The least a value costs a `FieldMap` (its bytes and its `HeaderValue`:
-/// what wasmtime charges for every value, whatever its name).
-fn least_cost(value: usize) -> usize {
-    value + size_of::<HeaderValue>()
+/// The least a list's values cost a `FieldMap` so far: each its bytes and
+/// its `HeaderValue` (what wasmtime charges for every value, whatever its
+/// name).
+#[derive(Default)]
+struct Least(usize);
+
+impl Least {
+    /// Counts a value of `len` bytes; the trap once the list could never fit.
+    fn add(&mut self, len: usize) -> wasmtime::Result<()> {
+        self.0 = self.0.saturating_add(len + size_of::<HeaderValue>());
+        if self.0 > FIELD_SIZE_LIMIT { Err(over_limit()) } else { Ok(()) }
+    }
 }
 
 fn over_limit() -> wasmtime::Error {
@@ -52,14 +60,11 @@ fn from_list<H: Send + 'static>(
     mut store: StoreContextMut<'_, GuestState<H>>,
     (entries,): (Entries,),
 ) -> wasmtime::Result<(Result<Resource<FieldMap>, HeaderError>,)> {
-    let mut least = 0usize;
+    let mut least = Least::default();
     let mut views = Vec::new();
     for entry in entries.iter(&mut store)? {
         let (name, value) = entry?;
-        least = least.saturating_add(least_cost(value.len()));
-        if least > FIELD_SIZE_LIMIT {
-            return Err(over_limit());
-        }
+        least.add(value.len())?;
         views.push((name, value));
     }
     let mut copied = Vec::with_capacity(views.len());
@@ -80,14 +85,11 @@ fn set<H: Send + 'static>(
     mut store: StoreContextMut<'_, GuestState<H>>,
     (fields, name, values): (Resource<FieldMap>, WasmStr, WasmList<WasmList<u8>>),
 ) -> wasmtime::Result<(Result<(), HeaderError>,)> {
-    let mut least = 0usize;
+    let mut least = Least::default();
     let mut views = Vec::new();
     for value in values.iter(&mut store)? {
         let value = value?;
-        least = least.saturating_add(least_cost(value.len()));
-        if least > FIELD_SIZE_LIMIT {
-            return Err(over_limit());
-        }
+        least.add(value.len())?;
         views.push(value);
     }
     let name = name.to_str(&store)?.into_owned();
