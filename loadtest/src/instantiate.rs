@@ -89,6 +89,7 @@ pub(crate) fn engine_config(limits: &Limits) -> EngineConfig {
         guest_memory_bytes: limits.guest_memory(wasmkeep_runtime::machine_memory().unwrap_or(u64::MAX)),
         host_call_bytes: wasmkeep_runtime::host_call_bytes(limits),
         busy_guests: 1,
+        guests_at_once: limits.guests_at_once(std::thread::available_parallelism().map_or(1, |n| n.get())),
         logs: Arc::new(logs),
     }
 }

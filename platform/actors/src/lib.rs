@@ -373,6 +373,7 @@ impl Node {
             guest_memory_bytes: config.limits.guest_memory(machine_memory().unwrap_or(u64::MAX)),
             host_call_bytes: wasmkeep_runtime::host_call_bytes(&config.limits),
             busy_guests: config.limits.busy_guests(cores),
+            guests_at_once: config.limits.guests_at_once(cores),
             logs: logs.clone(),
         };
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;

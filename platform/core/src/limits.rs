@@ -123,6 +123,10 @@ pub struct Limits {
     /// and may run at once; 0 for one fewer than the node's cores, at
     /// least 1. Other guests and the node's I/O keep the rest.
     pub busy_guests_at_once: u32,
+    /// Guests that may run at once, each poll of a guest on one of these
+    /// turns, given by tenants' weighted CPU time while guests wait; 0 for
+    /// the node's cores.
+    pub guests_at_once: u32,
     /// Lines of stdout and stderr one actor (or front) may log a second;
     /// the rest are dropped and counted.
     pub log_lines_per_actor_per_second: u32,
@@ -190,6 +194,7 @@ impl Default for Limits {
             front_body_prefetch_bytes: 64 * 1024,
             front_slots_per_client: 0,
             busy_guests_at_once: 0,
+            guests_at_once: 0,
             log_lines_per_actor_per_second: 100,
             log_lines_per_app_per_second: 1000,
             egress_connections: 2048,
@@ -442,6 +447,14 @@ impl Limits {
         }
     }
 
+    /// Guests that may run at once on a node of `cores` cores.
+    pub fn guests_at_once(&self, cores: usize) -> usize {
+        match self.guests_at_once {
+            0 => cores.max(1),
+            n => n as usize,
+        }
+    }
+
     /// CPU-bound guests that may run at once on a node of `cores` cores.
     pub fn busy_guests(&self, cores: usize) -> usize {
         match self.busy_guests_at_once {
@@ -529,6 +542,9 @@ mod tests {
         assert_eq!(l.busy_guests(1), 1);
         assert_eq!(l.busy_guests(8), 7);
         assert_eq!(Limits { busy_guests_at_once: 3, ..l.clone() }.busy_guests(2), 3);
+        assert_eq!(l.guests_at_once(2), 2);
+        assert_eq!(l.guests_at_once(0), 1);
+        assert_eq!(Limits { guests_at_once: 5, ..l.clone() }.guests_at_once(2), 5);
         assert_eq!(l.body_allowance(0), Duration::from_secs(10));
         assert_eq!(l.body_allowance(4096 * 5), Duration::from_secs(15));
         let times = l.connection_times();

@@ -165,6 +165,11 @@ impl CpuTurn {
         Self { gate, share, ticks: 0, joined: false }
     }
 
+    /// Whose guest this is.
+    pub(crate) fn share(&self) -> &GuestShare {
+        &self.share
+    }
+
     /// An event begins: the guest is not CPU-bound.
     pub(crate) fn reset(&mut self) {
         self.ticks = 0;

@@ -26,6 +26,8 @@ pub struct EngineConfig {
     pub host_call_bytes: u64,
     /// CPU-bound guests that may run at once (`cpu`).
     pub busy_guests: usize,
+    /// Guests that may run at once, shared by tenants (`polls`).
+    pub guests_at_once: usize,
     /// Where guests' stdout and stderr lines go.
     pub logs: std::sync::Arc<wasmkeep_telemetry::logs::GuestLogs>,
 }

@@ -147,11 +147,13 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, cpu, ends);
+        let polls = self.guest.polls.clone();
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, cpu.clone(), ends);
         let state = store.data_mut();
         state.egress.trace = state.host.trace().clone();
         state.output.begin(state.egress.trace.parent.clone());
-        let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
+        let instantiating = polls.fair(cpu.clone(), self.pre.instantiate_async(&mut store));
+        let instantiated = tokio::time::timeout_at(timer(ends), instantiating).await;
         let proxy = loader::instantiated(&store, instantiated)?;
         let (answer, answered) = oneshot::channel();
         let mut http = store.data_mut().http();
@@ -162,7 +164,7 @@ impl<H: GuestHost> FrontComponent<H> {
 
         let (returned, ended) = oneshot::channel();
         let run = tokio::spawn(async move {
-            let handled = proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out);
+            let handled = polls.fair(cpu, proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out));
             let outcome = match tokio::time::timeout_at(timer(ends), handled).await {
                 Err(_elapsed) => Err(EventFailure::Wall.logged(&store)),
                 Ok(Err(e)) => Err(EventFailure::from_trap(&store, &e).logged(&store)),

@@ -58,8 +58,10 @@ impl<H: ActorHost> ActorComponent<H> {
         cpu: GuestShare,
         ends: Instant,
     ) -> Result<ActorInstance<H>, EventFailure> {
-        let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, cpu, ends);
-        let instantiated = tokio::time::timeout_at(timer(ends), self.pre.instantiate_async(&mut store)).await;
+        let polls = self.guest.polls.clone();
+        let mut store = loader::store(self.pre.engine(), &self.guest, host, label, egress, cpu.clone(), ends);
+        let instantiating = polls.fair(cpu, self.pre.instantiate_async(&mut store));
+        let instantiated = tokio::time::timeout_at(timer(ends), instantiating).await;
         let bindings = loader::instantiated(&store, instantiated)?;
         wall::stop(&mut store);
         Ok(ActorInstance { store, bindings, component: self.clone() })
@@ -94,6 +96,7 @@ impl<H: ActorHost> ActorInstance<H> {
         let state = self.store.data_mut();
         state.egress.trace = state.host.trace().clone();
         state.output.begin(state.egress.trace.parent.clone());
+        let share = state.cpu.share().clone();
         let (store, events) = (&mut self.store, self.bindings.wasmkeep_actor_events());
         let run = async {
             wasmtime::Result::Ok(match event {
@@ -113,7 +116,7 @@ impl<H: ActorHost> ActorInstance<H> {
                 }
             })
         };
-        let result = tokio::time::timeout_at(timer(ends), run).await;
+        let result = tokio::time::timeout_at(timer(ends), self.component.guest.polls.fair(share, run)).await;
         wall::stop(&mut self.store);
         match result {
             Ok(Ok(answer)) => {

@@ -12,6 +12,7 @@ mod host;
 mod instance;
 mod loader;
 mod memory;
+mod polls;
 mod share;
 mod standard;
 mod wall;
@@ -76,6 +77,7 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
             memory: Arc::new(memory::MemoryBudget::new(cfg.guest_memory_bytes)),
             host_call_bytes: cfg.host_call_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
+            polls: polls::PollGate::new(cfg.guests_at_once),
             logs: cfg.logs.clone(),
             env: Arc::default(),
         };

@@ -118,6 +118,8 @@ pub(crate) struct GuestConfig {
     /// What one host call may copy out of a guest (`loader`).
     pub host_call_bytes: u64,
     pub cpu: CpuGate,
+    /// The node's turns for every poll of a guest.
+    pub polls: crate::polls::PollGate,
     /// Where guests' lines go.
     pub logs: Arc<GuestLogs>,
     /// The environment of one version's guests (`[env]`).

@@ -1,0 +1,418 @@
+//! The node's cores, shared by tenants. Every poll of a guest (its
+//! instantiation, an event, a front's body) runs on one of the node's
+//! guest turns, as many as it has cores; a turn ends with the poll (the
+//! guest waits on a host call, yields at a tick, or finishes). While
+//! guests wait for turns, the next goes to the tenant whose guests have
+//! used the least CPU time for its weight (a fair queue in virtual time,
+//! each tenant's guests in arrival order). So a tenant sending as many
+//! short requests as it can queues behind its own; another tenant's
+//! event waits for one poll to end, not for everything queued before it.
+//!
+//! A tenant's charge is what its polls took, divided by its plan's
+//! weight. A tenant that starts waiting starts at the node's virtual time
+//! (the charge of the last turn given), so a tenant idle for a while
+//! banks nothing, and one that ran alone owes nothing to newcomers.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use crate::share::GuestShare;
+
+/// Virtual time per nanosecond of a poll of weight 1.
+const PER_NANO: u64 = 1024;
+
+/// The node's guest turns.
+#[derive(Clone)]
+pub(crate) struct PollGate {
+    state: Arc<Mutex<GateState>>,
+}
+
+struct GateState {
+    free: usize,
+    /// Guests waiting, in all tenants.
+    waiting: usize,
+    tenants: HashMap<Arc<str>, Tenant>,
+    /// The node's virtual time: the charge of the tenant last given a turn.
+    now: u64,
+}
+
+struct Tenant {
+    /// What its polls have taken, in virtual time.
+    charge: u64,
+    weight: u32,
+    queue: VecDeque<Arc<Waiter>>,
+    /// Its guests on a turn now.
+    running: u32,
+}
+
+enum Turn {
+    Waiting(Waker),
+    Given,
+    /// Its future was dropped while it waited.
+    Gone,
+}
+
+struct Waiter(Mutex<Turn>);
+
+impl Waiter {
+    fn turn(&self) -> std::sync::MutexGuard<'_, Turn> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl GateState {
+    fn tenant(&mut self, share: &GuestShare) -> &mut Tenant {
+        let now = self.now;
+        let tenant = self.tenants.entry(share.tenant.clone()).or_insert_with(|| Tenant {
+            charge: now,
+            weight: share.weight,
+            queue: VecDeque::new(),
+            running: 0,
+        });
+        tenant.weight = share.weight.max(1);
+        // Idle, it banked nothing: it starts no earlier than now.
+        if tenant.running == 0 && tenant.queue.is_empty() {
+            tenant.charge = tenant.charge.max(now);
+        }
+        tenant
+    }
+
+    /// Gives the free turns to waiting guests, the tenant of the least
+    /// charge first; wakes each.
+    fn give(&mut self, wake: &mut Vec<Waker>) {
+        while self.free > 0 && self.waiting > 0 {
+            let next = self.tenants.values_mut().filter(|t| !t.queue.is_empty()).min_by_key(|t| t.charge);
+            let Some(tenant) = next else { break };
+            let waiter = tenant.queue.pop_front().expect("a waiting guest");
+            self.waiting -= 1;
+            let mut turn = waiter.turn();
+            if let Turn::Waiting(waker) = std::mem::replace(&mut *turn, Turn::Given) {
+                wake.push(waker);
+                self.free -= 1;
+                tenant.running += 1;
+                self.now = self.now.max(tenant.charge);
+            }
+        }
+    }
+
+    /// Forgets a tenant with nothing on a turn or waiting and no debt.
+    fn forget_idle(&mut self, tenant: &Arc<str>) {
+        let now = self.now;
+        if self.tenants.get(tenant).is_some_and(|t| t.running == 0 && t.queue.is_empty() && t.charge <= now) {
+            self.tenants.remove(tenant);
+        }
+    }
+}
+
+impl PollGate {
+    pub(crate) fn new(turns: usize) -> Self {
+        let state = GateState { free: turns.max(1), waiting: 0, tenants: HashMap::new(), now: 0 };
+        Self { state: Arc::new(Mutex::new(state)) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `future`, each of its polls on a turn charged to `share`'s tenant.
+    pub(crate) fn fair<F: Future>(&self, share: GuestShare, future: F) -> Fair<F> {
+        Fair { inner: Box::pin(future), gate: self.clone(), share, waiting: None }
+    }
+
+    /// A turn at once, when one is free and nobody waits; else `waker`
+    /// waits in its tenant's queue.
+    fn take_or_wait(&self, share: &GuestShare, waker: &Waker) -> Option<Arc<Waiter>> {
+        let mut state = self.state();
+        if state.free > 0 && state.waiting == 0 {
+            state.free -= 1;
+            let tenant = state.tenant(share);
+            tenant.running += 1;
+            let charge = tenant.charge;
+            state.now = state.now.max(charge);
+            return None;
+        }
+        let waiter = Arc::new(Waiter(Mutex::new(Turn::Waiting(waker.clone()))));
+        state.tenant(share).queue.push_back(waiter.clone());
+        state.waiting += 1;
+        Some(waiter)
+    }
+
+    /// A turn ends, its poll having taken `nanos`; the turn goes on.
+    fn end(&self, share: &GuestShare, nanos: u64) {
+        let mut wake = Vec::new();
+        {
+            let mut state = self.state();
+            state.free += 1;
+            if let Some(tenant) = state.tenants.get_mut(&share.tenant) {
+                tenant.running = tenant.running.saturating_sub(1);
+                tenant.charge = tenant.charge.saturating_add(nanos.saturating_mul(PER_NANO) / u64::from(tenant.weight));
+            }
+            state.give(&mut wake);
+            state.forget_idle(&share.tenant);
+        }
+        // Outside the lock: a woken task may run here and ask for a turn.
+        for waker in wake {
+            waker.wake();
+        }
+    }
+
+    /// A waiting guest's future went: a turn given to it goes on.
+    fn leave(&self, share: &GuestShare, waiter: &Waiter) {
+        let given = {
+            let mut turn = waiter.turn();
+            matches!(std::mem::replace(&mut *turn, Turn::Gone), Turn::Given)
+        };
+        if given {
+            self.end(share, 0);
+        } else {
+            // Still queued: `give` skips it; count it out now.
+            let mut state = self.state();
+            if let Some(tenant) = state.tenants.get_mut(&share.tenant) {
+                let before = tenant.queue.len();
+                tenant.queue.retain(|w| !std::ptr::eq(Arc::as_ptr(w), waiter));
+                let removed = before - tenant.queue.len();
+                state.waiting -= removed;
+            }
+            state.forget_idle(&share.tenant);
+        }
+    }
+
+    #[cfg(test)]
+    fn free(&self) -> usize {
+        self.state().free
+    }
+}
+
+thread_local! {
+    /// This thread polls a guest on a turn now: a guest future polled
+    /// inside it (a host call running another guest in place) rides on
+    /// that turn rather than asking for a second one.
+    static ON_A_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A guest's future whose polls run on the node's turns.
+pub(crate) struct Fair<F> {
+    inner: Pin<Box<F>>,
+    gate: PollGate,
+    share: GuestShare,
+    waiting: Option<Arc<Waiter>>,
+}
+
+/// Ends the turn when the poll returns or unwinds.
+struct OnTurn<'a> {
+    gate: &'a PollGate,
+    share: &'a GuestShare,
+    started: Instant,
+}
+
+impl Drop for OnTurn<'_> {
+    fn drop(&mut self) {
+        ON_A_TURN.with(|on| on.set(false));
+        let nanos = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.gate.end(self.share, nanos);
+    }
+}
+
+impl<F: Future> Future for Fair<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        if ON_A_TURN.with(|on| on.get()) {
+            return this.inner.as_mut().poll(cx);
+        }
+        match &this.waiting {
+            Some(waiter) => {
+                let mut turn = waiter.turn();
+                match &mut *turn {
+                    Turn::Waiting(waker) => {
+                        waker.clone_from(cx.waker());
+                        return Poll::Pending;
+                    }
+                    Turn::Given => {}
+                    Turn::Gone => unreachable!("only its own drop leaves"),
+                }
+                drop(turn);
+                this.waiting = None;
+            }
+            None => {
+                if let Some(waiter) = this.gate.take_or_wait(&this.share, cx.waker()) {
+                    this.waiting = Some(waiter);
+                    return Poll::Pending;
+                }
+            }
+        }
+        ON_A_TURN.with(|on| on.set(true));
+        let _turn = OnTurn { gate: &this.gate, share: &this.share, started: Instant::now() };
+        this.inner.as_mut().poll(cx)
+    }
+}
+
+impl<F> Drop for Fair<F> {
+    fn drop(&mut self) {
+        if let Some(waiter) = self.waiting.take() {
+            self.gate.leave(&self.share, &waiter);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    fn share(tenant: &str, weight: u32) -> GuestShare {
+        GuestShare { tenant: tenant.into(), weight, memory_bytes: None }
+    }
+
+    /// The tests that time polls run one at a time: each keeps both
+    /// cores busy, and a poll preempted by another test's counts longer.
+    static TIMED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// A guest computing for `each` per poll, `polls` times.
+    async fn computes(each: Duration, polls: u32) {
+        for _ in 0..polls {
+            let until = Instant::now() + each;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            yield_at_a_tick().await;
+        }
+    }
+
+    /// Pending once, woken at once: how a guest yields at an epoch tick
+    /// (tokio's own `yield_now` defers its wake until the worker idles,
+    /// which would run every guest once a round whatever its tenant).
+    async fn yield_at_a_tick() {
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if yielded {
+                return Poll::Ready(());
+            }
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_poll_holds_a_turn_and_a_waiting_guest_takes_it_after() {
+        let gate = PollGate::new(1);
+        // A guest parked in a host call holds no turn.
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let parked = tokio::spawn(gate.fair(share("a", 1), rx));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(gate.free(), 1);
+        // One poll at a time: two guests of two tenants both finish.
+        let b = tokio::spawn(gate.fair(share("b", 1), computes(Duration::from_millis(1), 5)));
+        let c = tokio::spawn(gate.fair(share("c", 1), computes(Duration::from_millis(1), 5)));
+        b.await.unwrap();
+        c.await.unwrap();
+        tx.send(()).unwrap();
+        parked.await.unwrap().unwrap();
+        assert_eq!(gate.free(), 1);
+        assert_eq!(gate.state().waiting, 0);
+    }
+
+    #[test]
+    fn a_dropped_waiting_guest_gives_back_what_it_was_given() {
+        let gate = PollGate::new(1);
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        // The one turn is held (by a guest in the middle of a poll).
+        gate.state().free = 0;
+        // A guest queued and dropped before it is given a turn.
+        let mut queued = Box::pin(gate.fair(share("a", 1), async {}));
+        assert!(queued.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(gate.state().waiting, 1);
+        drop(queued);
+        assert_eq!(gate.state().waiting, 0);
+        // A guest given the turn as the poll ends, and dropped before it
+        // runs: the turn goes back.
+        let mut given = Box::pin(gate.fair(share("b", 1), async {}));
+        assert!(given.as_mut().poll(&mut cx).is_pending());
+        gate.end(&share("a", 1), 0);
+        assert_eq!(gate.free(), 0, "given to the waiting guest");
+        drop(given);
+        assert_eq!(gate.free(), 1, "and given back");
+        // A guest that finishes on its turn gives it back too.
+        assert!(Box::pin(gate.fair(share("c", 1), async {})).as_mut().poll(&mut cx).is_ready());
+        assert_eq!(gate.free(), 1);
+    }
+
+    fn noop_waker() -> Waker {
+        struct Noop;
+        impl std::task::Wake for Noop {
+            fn wake(self: Arc<Self>) {}
+        }
+        Waker::from(Arc::new(Noop))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_tenant_waits_for_one_poll_not_for_a_flood() {
+        let _alone = TIMED.lock().await;
+        let gate = PollGate::new(1);
+        // A flood: 256 guests of one tenant, each 4 polls of 1 ms, about
+        // 250 ms of polls queued at any time.
+        let done = Arc::new(AtomicU32::new(0));
+        let mut flood = Vec::new();
+        for _ in 0..256 {
+            let done = done.clone();
+            let guest = gate.fair(share("flood", 1), computes(Duration::from_millis(1), 4));
+            flood.push(tokio::spawn(async move {
+                guest.await;
+                done.fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // A quiet guest of one short poll: behind a poll or two of the
+        // flood, not the 250 ms of polls queued before it.
+        let t = Instant::now();
+        let quiet = gate.fair(share("quiet", 1), computes(Duration::from_micros(100), 1));
+        tokio::spawn(quiet).await.unwrap();
+        let waited = t.elapsed();
+        assert!(done.load(Ordering::Relaxed) < 200, "the flood was still queued");
+        assert!(waited < Duration::from_millis(50), "the quiet guest waited {waited:?}");
+        for f in flood {
+            f.await.unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn busy_tenants_share_the_turns_by_weight() {
+        let _alone = TIMED.lock().await;
+        let gate = PollGate::new(1);
+        let polls: Arc<Mutex<HashMap<&'static str, u32>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut guests = Vec::new();
+        for (tenant, weight) in [("heavy", 3), ("light", 1)] {
+            for _ in 0..4 {
+                let (polls, stop) = (polls.clone(), stop.clone());
+                let fut = async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        computes(Duration::from_micros(200), 1).await;
+                        *polls.lock().unwrap().entry(tenant).or_default() += 1;
+                    }
+                };
+                guests.push(tokio::spawn(gate.fair(share(tenant, weight), fut)));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        polls.lock().unwrap().clear();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let counts = polls.lock().unwrap().clone();
+        stop.store(true, Ordering::Relaxed);
+        for g in guests {
+            g.await.unwrap();
+        }
+        let (heavy, light) = (f64::from(counts["heavy"]), f64::from(counts["light"]));
+        let ratio = heavy / light;
+        assert!((2.4..=3.6).contains(&ratio), "three to one by CPU time: {counts:?}");
+    }
+}
