@@ -46,6 +46,8 @@ pub fn start(plan: &[(&str, &str)], limits: &str) -> Result<(load::Server, Strin
     let plans = data.path().join("plans");
     std::fs::create_dir_all(&plans).map_err(|e| e.to_string())?;
     let mut free = std::fs::read_to_string(load::repo().join("policies/plans/free.toml")).map_err(|e| e.to_string())?;
+    // The free plan as shipped, for tenants the operator puts on it.
+    std::fs::write(plans.join("shipped.toml"), &free).map_err(|e| e.to_string())?;
     for (field, value) in plan {
         let line = free.lines().find(|l| l.starts_with(&format!("{field} ="))).ok_or(*field)?.to_owned();
         free = free.replace(&line, &format!("{field} = {value}"));

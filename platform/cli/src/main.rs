@@ -90,6 +90,13 @@ fn observe(
     })
 }
 
+/// The runtime's workers for each core. A guest holds its worker for a
+/// whole poll (up to an epoch tick), and guests hold at most the node's
+/// guest turns (`guests_at_once`, the cores): with as many workers again,
+/// a request's own tasks (its socket, its answer) find a worker free
+/// while guests compute, rather than queueing behind their polls.
+const WORKERS_PER_CORE: usize = 2;
+
 fn main() -> ExitCode {
     quiet_error_backtraces();
     memory::tune_allocator();
@@ -131,7 +138,12 @@ fn main() -> ExitCode {
         }
     };
     memory::start_trimming();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("starting tokio");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS_PER_CORE * cores)
+        .enable_all()
+        .build()
+        .expect("starting tokio");
     let result = runtime.block_on(async {
         match cli.command {
             Command::Dev(args) => dev::run(args).await,

@@ -243,8 +243,13 @@ pub async fn signup(s: &Serve, name: &str) -> String {
 
 /// Creates app `app`, uploads the bundle and activates it.
 pub async fn deploy(s: &Serve, token: &str, app: &str) {
+    deploy_bundle(s, token, app, bundle()).await
+}
+
+/// Creates app `app`, uploads `bundle` and activates it.
+pub async fn deploy_bundle(s: &Serve, token: &str, app: &str, bundle: Vec<u8>) {
     assert_eq!(s.api("PUT", &format!("/v1/apps/{app}"), Some(token), None).await.0, 201);
-    let (status, text) = s.api_raw("POST", &format!("/v1/apps/{app}/versions"), Some(token), Some(bundle())).await;
+    let (status, text) = s.api_raw("POST", &format!("/v1/apps/{app}/versions"), Some(token), Some(bundle)).await;
     assert_eq!(status, 201, "{text}");
     let version: Value = serde_json::from_str(&text).unwrap();
     let n = version["version"].as_i64().unwrap();
