@@ -569,8 +569,8 @@ fn front_bundle() -> Vec<u8> {
 /// plan's burst), each computing 15 ms (a tick and a half: never
 /// CPU-bound, so the CPU gate never sees them): 4.5 s of polls queued on
 /// the node's two cores. Another pro tenant's requests meanwhile wait for
-/// a poll or two, not behind the burst (in arrival order they waited for
-/// seconds).
+/// a poll or two, not behind the burst (in arrival order they waited up
+/// to most of a second).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
     let dir = tempfile::tempdir().unwrap();

@@ -147,24 +147,24 @@ impl<H: GuestHost> FrontComponent<H> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let polls = self.guest.polls.clone();
-        let mut store = loader::store(self.pre.engine(), &self.guest, host, label.clone(), egress, cpu.clone(), ends);
-        let state = store.data_mut();
-        state.egress.trace = state.host.trace().clone();
-        state.output.begin(state.egress.trace.parent.clone());
-        let instantiating = polls.fair(cpu.clone(), self.pre.instantiate_async(&mut store));
-        let instantiated = tokio::time::timeout_at(timer(ends), instantiating).await;
-        let proxy = loader::instantiated(&store, instantiated)?;
+        // The guest's whole life, its instantiation and its handler, is one
+        // task on the node's turns: a turn ends as the task's poll returns.
+        let (this, guest_label, share) = (self.clone(), label.clone(), cpu.clone());
         let (answer, answered) = oneshot::channel();
-        let mut http = store.data_mut().http();
-        let resources = http
-            .new_incoming_request(Scheme::Http, request)
-            .and_then(|req| Ok((req, http.new_response_outparam(answer)?)));
-        let (req, out) = resources.map_err(|e| EventFailure::Trap(format!("{e:?}")))?;
-
         let (returned, ended) = oneshot::channel();
-        let run = tokio::spawn(async move {
-            let handled = polls.fair(cpu, proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out));
+        let life = async move {
+            let mut store = loader::store(this.pre.engine(), &this.guest, host, guest_label, egress, cpu, ends);
+            let state = store.data_mut();
+            state.egress.trace = state.host.trace().clone();
+            state.output.begin(state.egress.trace.parent.clone());
+            let instantiated = tokio::time::timeout_at(timer(ends), this.pre.instantiate_async(&mut store)).await;
+            let proxy = loader::instantiated(&store, instantiated)?;
+            let mut http = store.data_mut().http();
+            let resources = http
+                .new_incoming_request(Scheme::Http, request)
+                .and_then(|req| Ok((req, http.new_response_outparam(answer)?)));
+            let (req, out) = resources.map_err(|e| EventFailure::Trap(format!("{e:?}")))?;
+            let handled = proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out);
             let outcome = match tokio::time::timeout_at(timer(ends), handled).await {
                 Err(_elapsed) => Err(EventFailure::Wall.logged(&store)),
                 Ok(Err(e)) => Err(EventFailure::from_trap(&store, &e).logged(&store)),
@@ -177,7 +177,8 @@ impl<H: GuestHost> FrontComponent<H> {
             let _ = returned.send(outcome.is_ok());
             drop(store);
             outcome
-        });
+        };
+        let run = tokio::spawn(self.guest.polls.fair(share, life));
         match answered.await {
             Ok(Ok(response)) => {
                 let response = response.map(|inner| FrontBody { inner, ended });
