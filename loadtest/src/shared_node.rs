@@ -58,27 +58,22 @@ fn b64(bytes: &[u8]) -> String {
 
 /// Signs `tenant` up and creates its app `app`; answers its token.
 async fn tenant(api: &str, tenant: &str) -> Result<String, String> {
-    let (status, body) =
-        request(api, "POST", "api", "/v1/tenants", None, format!("{{\"name\":\"{tenant}\"}}").into()).await;
-    if status != 201 {
-        return Err(format!("sign-up: {status} {body}"));
-    }
-    let token = body.split("\"token\":\"").nth(1).and_then(|r| r.split('"').next()).ok_or("no token")?.to_owned();
-    let (status, body) = request(api, "PUT", "api", "/v1/apps/app", Some(&token), Vec::new()).await;
-    if status != 201 {
-        return Err(format!("app: {status} {body}"));
-    }
-    Ok(token)
+    let body = format!("{{\"name\":\"{tenant}\"}}").into_bytes();
+    with_app(api, request(api, "POST", "api", "/v1/tenants", None, body).await).await
 }
 
 /// `tenant` on `plan`, made by the operator, with its app `app`; answers
 /// its token.
 async fn tenant_on(api: &str, data: &std::path::Path, tenant: &str, plan: &str) -> Result<String, String> {
     let operator = std::fs::read_to_string(data.join("data/operator-token")).map_err(|e| e.to_string())?;
-    let body = format!("{{\"name\":\"{tenant}\",\"plan\":\"{plan}\"}}").into();
-    let (status, body) = request(api, "POST", "api", "/v1/tenants", Some(operator.trim()), body).await;
+    let body = format!("{{\"name\":\"{tenant}\",\"plan\":\"{plan}\"}}").into_bytes();
+    with_app(api, request(api, "POST", "api", "/v1/tenants", Some(operator.trim()), body).await).await
+}
+
+/// From a tenant's creation answer, its token, once its app `app` is made.
+async fn with_app(api: &str, (status, body): (u16, String)) -> Result<String, String> {
     if status != 201 {
-        return Err(format!("tenant on {plan}: {status} {body}"));
+        return Err(format!("tenant: {status} {body}"));
     }
     let token = body.split("\"token\":\"").nth(1).and_then(|r| r.split('"').next()).ok_or("no token")?.to_owned();
     let (status, body) = request(api, "PUT", "api", "/v1/apps/app", Some(&token), Vec::new()).await;

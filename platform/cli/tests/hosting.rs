@@ -553,17 +553,6 @@ fn cpu_secs(s: &Serve) -> f64 {
     ticks / 100.0
 }
 
-/// A bundle of the test front (with `/spin`) and the probe.
-fn front_bundle() -> Vec<u8> {
-    let g = guests();
-    json!({
-        "manifest": {"front": "web", "classes": {"probe": {"access": "open", "component": "probe"}}},
-        "components": {"web": b64(&g.front), "probe": b64(&g.probe)},
-    })
-    .to_string()
-    .into_bytes()
-}
-
 /// Item 6: the node's cores go to tenants by their CPU time, not to
 /// guests by arrival. A pro tenant sends 300 requests at once (within its
 /// plan's burst), each computing 15 ms (a tick and a half: never
@@ -582,7 +571,7 @@ async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
         let (status, body) =
             s.api("POST", "/v1/tenants", Some(&operator), Some(json!({"name": tenant, "plan": "pro"}))).await;
         assert_eq!(status, 201, "{body}");
-        deploy_bundle(&s, body["token"].as_str().unwrap(), app, front_bundle()).await;
+        deploy_bundle(&s, body["token"].as_str().unwrap(), app, bundle_with_front(&guests().front)).await;
     }
 
     // Keep-alive clients, their connections made before: what is timed is

@@ -218,10 +218,14 @@ pub fn b64(bytes: &[u8]) -> String {
 
 /// A bundle: the probe as class `probe` (open), the hello front.
 pub fn bundle() -> Vec<u8> {
-    let g = guests();
+    bundle_with_front(&guests().hello_front)
+}
+
+/// A bundle: the probe as class `probe` (open), `front` as the front.
+pub fn bundle_with_front(front: &[u8]) -> Vec<u8> {
     json!({
         "manifest": {"front": "web", "classes": {"probe": {"access": "open", "component": "probe"}}},
-        "components": {"web": b64(&g.hello_front), "probe": b64(&g.probe)},
+        "components": {"web": b64(front), "probe": b64(&guests().probe)},
     })
     .to_string()
     .into_bytes()
