@@ -27,18 +27,18 @@ impl Mailboxes {
     }
 
     /// Queues `event` for the actor at `key`, starting its task with
-    /// `start` if it has none. A full queue refuses the event (`callee
-    /// overloaded`).
+    /// `start` (given the event it starts for) if it has none. A full
+    /// queue refuses the event (`callee overloaded`).
     pub(crate) fn post(
         &self,
         key: MailboxKey,
         event: Event,
-        start: impl Fn(&MailboxKey, mpsc::Receiver<Event>),
+        start: impl Fn(&MailboxKey, &Event, mpsc::Receiver<Event>),
     ) -> Result<(), Refusal> {
         let mut map = self.lock();
-        let spawn = |key: &MailboxKey| {
+        let spawn = |key: &MailboxKey, event: &Event| {
             let (tx, rx) = mpsc::channel(self.capacity);
-            start(key, rx);
+            start(key, event, rx);
             tx
         };
         if let Some(tx) = map.get(&key) {
@@ -49,14 +49,14 @@ impl Mailboxes {
                 // actor gets a new task rather than staying unreachable.
                 Err(mpsc::error::TrySendError::Closed(event)) => {
                     tracing::error!(app = %key.app, "an actor's task ended unexpectedly; restarting it");
-                    let tx = spawn(&key);
+                    let tx = spawn(&key, &event);
                     let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
                     map.insert(key, tx);
                     sent
                 }
             };
         }
-        let tx = spawn(&key);
+        let tx = spawn(&key, &event);
         let sent = tx.try_send(event).map_err(|_| Refusal::Overloaded);
         map.insert(key, tx);
         sent

@@ -67,8 +67,13 @@ impl LocalRouter {
         let Some(node) = self.node.upgrade() else { return Err(Refusal::Overloaded) };
         let key = envelope.mailbox();
         let event = Event { envelope, kind: event, arrived: Instant::now(), forwarded };
-        let posted = node.mailboxes.post(key, event, |key, rx| {
-            tokio::spawn(crate::actor::run(node.clone(), key.clone(), rx));
+        let posted = node.mailboxes.post(key, event, |key, event, rx| {
+            // The actor's whole task, its host work and its guest's polls,
+            // runs on the node's turns, charged to its tenant: a turn ends
+            // as the task's poll returns, never queued behind its own work.
+            let share = node.guest_share(&event.envelope.app);
+            let task = crate::actor::run(node.clone(), key.clone(), rx);
+            tokio::spawn(node.runtime.fair(share, task));
         });
         if posted.is_err() {
             node.metrics.refusals.inc(RefusalReason::Overloaded);

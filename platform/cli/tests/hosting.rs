@@ -562,9 +562,38 @@ fn cpu_secs(s: &Serve) -> f64 {
 /// to most of a second).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
+    burst_beside_a_quiet_tenant(Burst { warm: "/hello", spin: "/spin", quiet: "/hello", name: |_| String::new() })
+        .await;
+}
+
+/// Item 6 for actors: the burst is 300 events at 300 actors of one
+/// tenant, each computing 15 ms; another tenant's actor answers meanwhile
+/// after a poll or two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_actor_events_queues_behind_its_own_tenant() {
+    let burst = Burst { warm: "/ping", spin: "/spin", quiet: "/actor/probe/quiet/ping", name: actor_path };
+    burst_beside_a_quiet_tenant(burst).await;
+}
+
+/// The path of probe actor `i`, where a burst's `i`th request goes.
+fn actor_path(i: usize) -> String {
+    format!("/actor/probe/a{i}")
+}
+
+/// What a burst sends: its `i`th request goes to `name(i)` + `warm` once
+/// (making its connection, and its actor if any), then to `name(i)` +
+/// `spin`; the quiet tenant asks `quiet` meanwhile.
+struct Burst {
+    warm: &'static str,
+    spin: &'static str,
+    quiet: &'static str,
+    name: fn(usize) -> String,
+}
+
+async fn burst_beside_a_quiet_tenant(burst: Burst) {
     let dir = tempfile::tempdir().unwrap();
     // The burst comes from one address here, standing for many clients.
-    let limits = limits_file(dir.path(), "front_slots = 1000\nfront_slots_per_client = 1000\npool_instances = 1200\n");
+    let limits = limits_file(dir.path(), "front_slots = 400\nfront_slots_per_client = 400\npool_instances = 1200\n");
     let s = Serve::start(&dir.path().join("data"), &["--limits", limits.to_str().unwrap()]);
     let operator = s.operator_token();
     for (tenant, app) in [("flood", "burst"), ("calm", "quiet")] {
@@ -585,12 +614,14 @@ async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
             (answer.status().as_u16(), answer.text().await.unwrap())
         }
     };
-    assert_eq!(get(&quiet_client, "quiet.calm.localhost", "/hello").await.0, 200);
-    // Rounds of `/spin` that compute 15 ms (the least of three tries).
+    let (status, text) = get(&quiet_client, "quiet.calm.localhost", burst.quiet).await;
+    assert_eq!(status, 200, "{text}");
+    // Rounds of `spin` that compute 15 ms (the least of three tries).
     let mut alone = Duration::MAX;
     for _ in 0..3 {
         let asked = Instant::now();
-        assert_eq!(get(&quiet_client, "burst.flood.localhost", "/spin?n=5000000").await.0, 200);
+        let path = format!("{}{}?n=5000000", (burst.name)(0), burst.spin);
+        assert_eq!(get(&quiet_client, "burst.flood.localhost", &path).await.0, 200);
         alone = alone.min(asked.elapsed());
     }
     let rounds = (5_000_000.0 * 0.015 / alone.as_secs_f64()) as u64;
@@ -599,7 +630,7 @@ async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
     // made first: it sends its requests at once.
     let (started_tx, started) = std::sync::mpsc::channel();
     let public = s.public;
-    let burst = std::thread::spawn(move || {
+    let burst_client = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let client = reqwest::Client::new();
@@ -611,10 +642,14 @@ async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
                     (answer.status().as_u16(), answer.text().await.unwrap())
                 }
             };
-            futures_util::future::join_all((0..300).map(|_| send("/hello".into()))).await;
+            let warm =
+                futures_util::future::join_all((0..300).map(|i| send(format!("{}{}", (burst.name)(i), burst.warm))));
+            for (status, text) in warm.await {
+                assert_eq!(status, 200, "{text}");
+            }
             let t = Instant::now();
-            let answers = (0..300).map(|_| {
-                let answer = send(format!("/spin?n={rounds}"));
+            let answers = (0..300).map(|i| {
+                let answer = send(format!("{}{}?n={rounds}", (burst.name)(i), burst.spin));
                 async move {
                     let (status, text) = answer.await;
                     (status, text, t.elapsed())
@@ -631,14 +666,14 @@ async fn a_burst_of_short_events_queues_behind_its_own_tenant() {
     let mut quiet = Vec::new();
     for _ in 0..10 {
         let asked = Instant::now();
-        let (status, text) = get(&quiet_client, "quiet.calm.localhost", "/hello").await;
+        let (status, text) = get(&quiet_client, "quiet.calm.localhost", burst.quiet).await;
         assert_eq!(status, 200, "{text}");
         quiet.push(asked.elapsed());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let quiet_done = t.elapsed();
     let mut burst_done = Duration::ZERO;
-    for (status, text, at) in tokio::task::spawn_blocking(move || burst.join().unwrap()).await.unwrap() {
+    for (status, text, at) in tokio::task::spawn_blocking(move || burst_client.join().unwrap()).await.unwrap() {
         assert_eq!(status, 200, "{text}");
         burst_done = burst_done.max(at);
     }

@@ -10,6 +10,7 @@
 //! more than a tick. The wall still cuts each at its end.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -26,6 +27,9 @@ pub(crate) const BUSY_AFTER_TICKS: u32 = 2;
 #[derive(Clone)]
 pub(crate) struct CpuGate {
     state: Arc<Mutex<GateState>>,
+    /// Ticks so far: an epoch callback with no new tick is the poll
+    /// gate's preemption (`polls`), which yields but is no tick.
+    ticks: Arc<AtomicU64>,
 }
 
 struct GateState {
@@ -89,7 +93,7 @@ impl CpuGate {
     pub(crate) fn new(turns: usize) -> Self {
         let turns = turns.max(1);
         let state = GateState { turns, free: turns, tenants: HashMap::new(), pass: 0 };
-        Self { state: Arc::new(Mutex::new(state)) }
+        Self { state: Arc::new(Mutex::new(state)), ticks: Arc::default() }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
@@ -100,6 +104,12 @@ impl CpuGate {
     #[cfg(test)]
     fn free(&self) -> usize {
         self.state().free
+    }
+
+    /// A tick begins (the epoch thread's, before it advances the epoch):
+    /// the epoch callbacks it causes count as ticks.
+    pub(crate) fn count_tick(&self) {
+        self.ticks.fetch_add(1, Ordering::Release);
     }
 
     /// Ends every turn given (the epoch thread, at each tick), and gives
@@ -148,6 +158,8 @@ pub(crate) struct CpuTurn {
     gate: CpuGate,
     share: GuestShare,
     ticks: u32,
+    /// The gate's tick count at its last tick (or its event's start).
+    seen: u64,
     /// Counted among its tenant's CPU-bound guests.
     joined: bool,
 }
@@ -162,7 +174,8 @@ impl Drop for CpuTurn {
 
 impl CpuTurn {
     pub(crate) fn new(gate: CpuGate, share: GuestShare) -> Self {
-        Self { gate, share, ticks: 0, joined: false }
+        let seen = gate.ticks.load(Ordering::Acquire);
+        Self { gate, share, ticks: 0, seen, joined: false }
     }
 
     /// Whose guest this is.
@@ -173,14 +186,21 @@ impl CpuTurn {
     /// An event begins: the guest is not CPU-bound.
     pub(crate) fn reset(&mut self) {
         self.ticks = 0;
+        self.seen = self.gate.ticks.load(Ordering::Acquire);
         if std::mem::take(&mut self.joined) {
             self.gate.leave(&self.share);
         }
     }
 
-    /// At a tick: yield behind the ready I/O, and once CPU-bound, wait for
-    /// a turn first.
+    /// At an epoch callback: yield. At a tick, yield behind the ready
+    /// I/O, and once CPU-bound, wait for a turn first; between ticks (the
+    /// poll gate preempting) only yield, its CPU turn still held.
     pub(crate) fn tick(&mut self) -> UpdateDeadline {
+        let now = self.gate.ticks.load(Ordering::Acquire);
+        if now == self.seen {
+            return UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()));
+        }
+        self.seen = now;
         self.ticks = self.ticks.saturating_add(1);
         if self.ticks < BUSY_AFTER_TICKS {
             return UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()));
@@ -217,10 +237,12 @@ mod tests {
         let mut a = CpuTurn::new(gate.clone(), GuestShare::default());
         let mut b = CpuTurn::new(gate.clone(), GuestShare::default());
         // The first tick of an event only yields.
+        gate.count_tick();
         yielded(a.tick()).await;
         yielded(b.tick()).await;
         assert_eq!(gate.free(), 1);
         // From the second on, a guest runs on a turn.
+        gate.count_tick();
         yielded(a.tick()).await;
         assert_eq!(gate.free(), 0);
         let waiting = tokio::spawn(yielded(b.tick()));
@@ -231,6 +253,7 @@ mod tests {
         gate.end_turns();
         waiting.await.unwrap();
         assert_eq!(gate.free(), 0);
+        gate.count_tick();
         let a_waits = tokio::spawn(yielded(a.tick()));
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         assert!(!a_waits.is_finished());
@@ -240,7 +263,33 @@ mod tests {
         assert_eq!(gate.free(), 1);
         // A new event starts afresh.
         a.reset();
+        gate.count_tick();
         yielded(a.tick()).await;
+        assert_eq!(gate.free(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_preemption_between_ticks_is_no_tick() {
+        let gate = CpuGate::new(1);
+        let mut a = CpuTurn::new(gate.clone(), GuestShare::default());
+        // Epoch callbacks with no tick between (the poll gate preempting)
+        // only yield: however many, the guest is not CPU-bound.
+        for _ in 0..5 {
+            yielded(a.tick()).await;
+        }
+        assert_eq!((a.ticks, a.joined), (0, false));
+        gate.count_tick();
+        yielded(a.tick()).await;
+        yielded(a.tick()).await;
+        assert_eq!(a.ticks, 1, "one tick, however many callbacks");
+        gate.count_tick();
+        yielded(a.tick()).await;
+        assert!(a.joined, "CPU-bound at its second tick");
+        assert_eq!(gate.free(), 0, "on a turn");
+        // Preempted on its turn, it keeps it: no second turn is taken.
+        yielded(a.tick()).await;
+        assert_eq!(gate.free(), 0);
+        gate.end_turns();
         assert_eq!(gate.free(), 1);
     }
 

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::cpu::CpuGate;
+use crate::polls::{PollGate, QUANTUM};
 
 /// How often the epoch advances. An event's wall is checked at each tick,
 /// and a guest that computes past a tick yields to other tasks, so one
@@ -70,23 +71,34 @@ pub(crate) fn build(cfg: &EngineConfig) -> wasmtime::Result<Engine> {
     Engine::new(&config)
 }
 
-/// Advances the engine's epoch every [`TICK`] until dropped.
+/// Advances the engine's epoch every [`TICK`] until dropped, and
+/// between ticks, every [`QUANTUM`], lets the poll gate preempt.
 pub(crate) struct Ticker {
     stop: Arc<AtomicBool>,
 }
 
 impl Ticker {
     /// Each tick also ends the CPU gate's turns (`cpu`).
-    pub(crate) fn start(engine: Engine, gate: CpuGate) -> Self {
+    pub(crate) fn start(engine: Engine, gate: CpuGate, polls: PollGate) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::Builder::new()
             .name("wasmkeep-epoch".into())
             .spawn(move || {
+                let mut next = Instant::now() + TICK;
                 while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
-                    // The epoch first: a guest given a turn below runs
-                    // until the next tick, not just to this one.
+                    std::thread::sleep(QUANTUM.min(next.saturating_duration_since(Instant::now())));
+                    let now = Instant::now();
+                    if now < next {
+                        polls.preempt_if_due();
+                        continue;
+                    }
+                    next = (next + TICK).max(now);
+                    // Counted before the epoch moves, so the callbacks it
+                    // causes are ticks; the epoch before the turns end, so
+                    // a guest given a turn below runs until the next tick,
+                    // not just to this one.
+                    gate.count_tick();
                     engine.increment_epoch();
                     gate.end_turns();
                 }

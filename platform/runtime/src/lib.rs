@@ -37,6 +37,7 @@ pub use host::{
 pub use instance::{ActorComponent, ActorInstance, EventAnswer, GuestEvent};
 pub use loader::host_call_bytes;
 pub use memory::{MemoryBudget, MemoryRelief, machine_memory};
+pub use polls::Fair;
 pub use share::GuestShare;
 pub use wall::EventFailure;
 
@@ -77,11 +78,14 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
             memory: Arc::new(memory::MemoryBudget::new(cfg.guest_memory_bytes)),
             host_call_bytes: cfg.host_call_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
-            polls: polls::PollGate::new(cfg.guests_at_once),
+            polls: polls::PollGate::new(cfg.guests_at_once, {
+                let engine = engine.clone();
+                Arc::new(move || engine.increment_epoch())
+            }),
             logs: cfg.logs.clone(),
             env: Arc::default(),
         };
-        let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone()));
+        let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone(), guest.polls.clone()));
         Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
 
@@ -110,6 +114,12 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// `task`, each of its polls on one of the node's guest turns charged
+    /// to `share`'s tenant (a guest run inside it rides on the same turn).
+    pub fn fair<T: std::future::Future>(&self, share: GuestShare, task: T) -> Fair<T> {
+        self.guest.polls.fair(share, task)
     }
 
     /// The node's budget for its guests' memory, which every store charges.

@@ -12,23 +12,38 @@
 //! weight. A tenant that starts waiting starts at the node's virtual time
 //! (the charge of the last turn given), so a tenant idle for a while
 //! banks nothing, and one that ran alone owes nothing to newcomers.
+//!
+//! A poll lasts up to an epoch tick. When a tenant waits whose charge is
+//! below that of a tenant on a turn for [`QUANTUM`] or more (its charge
+//! counting the poll's time so far), the gate preempts: it advances the
+//! engine's epoch, and every guest computing yields at its next epoch
+//! check (a preemption is no tick: `cpu`). So another tenant's event
+//! waits about a quantum for a turn, not a tick.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::share::GuestShare;
 
 /// Virtual time per nanosecond of a poll of weight 1.
 const PER_NANO: u64 = 1024;
 
+/// The least a poll runs before another tenant's guest, owed more, may
+/// preempt it; also how often the epoch thread looks (`engine`).
+pub(crate) const QUANTUM: Duration = Duration::from_millis(1);
+
+/// What preempting does: advance the engine's epoch.
+pub(crate) type Preempt = Arc<dyn Fn() + Send + Sync>;
+
 /// The node's guest turns.
 #[derive(Clone)]
 pub(crate) struct PollGate {
     state: Arc<Mutex<GateState>>,
+    preempt: Preempt,
 }
 
 struct GateState {
@@ -38,6 +53,17 @@ struct GateState {
     tenants: HashMap<Arc<str>, Tenant>,
     /// The node's virtual time: the charge of the tenant last given a turn.
     now: u64,
+    /// The turns held: whose, and since when.
+    held: Vec<Held>,
+    next_turn: u64,
+    /// When the gate last preempted: at most once a quantum.
+    preempted: Option<Instant>,
+}
+
+struct Held {
+    turn: u64,
+    tenant: Arc<str>,
+    since: Instant,
 }
 
 struct Tenant {
@@ -51,7 +77,7 @@ struct Tenant {
 
 enum Turn {
     Waiting(Waker),
-    Given,
+    Given(u64),
     /// Its future was dropped while it waited.
     Gone,
 }
@@ -81,22 +107,49 @@ impl GateState {
         tenant
     }
 
+    /// A turn is held from `now` by `tenant`'s guest: its id.
+    fn hold(&mut self, tenant: &Arc<str>, now: Instant) -> u64 {
+        self.free -= 1;
+        let turn = self.next_turn;
+        self.next_turn += 1;
+        if let Some(t) = self.tenants.get_mut(tenant) {
+            t.running += 1;
+            self.now = self.now.max(t.charge);
+        }
+        self.held.push(Held { turn, tenant: tenant.clone(), since: now });
+        turn
+    }
+
     /// Gives the free turns to waiting guests, the tenant of the least
     /// charge first; wakes each.
-    fn give(&mut self, wake: &mut Vec<Waker>) {
+    fn give(&mut self, now: Instant, wake: &mut Vec<Waker>) {
         while self.free > 0 && self.waiting > 0 {
-            let next = self.tenants.values_mut().filter(|t| !t.queue.is_empty()).min_by_key(|t| t.charge);
-            let Some(tenant) = next else { break };
+            let next = self.tenants.iter_mut().filter(|(_, t)| !t.queue.is_empty()).min_by_key(|(_, t)| t.charge);
+            let Some((name, tenant)) = next else { break };
+            let name = name.clone();
             let waiter = tenant.queue.pop_front().expect("a waiting guest");
             self.waiting -= 1;
             let mut turn = waiter.turn();
-            if let Turn::Waiting(waker) = std::mem::replace(&mut *turn, Turn::Given) {
-                wake.push(waker);
-                self.free -= 1;
-                tenant.running += 1;
-                self.now = self.now.max(tenant.charge);
+            if let Turn::Waiting(waker) = &*turn {
+                wake.push(waker.clone());
+                *turn = Turn::Given(self.hold(&name, now));
             }
         }
+    }
+
+    /// Whether another tenant waits, owed more than one on a turn for a
+    /// quantum or more (that turn's poll so far counted).
+    fn preempt_due(&self, now: Instant) -> bool {
+        if self.waiting == 0 || self.preempted.is_some_and(|at| now < at + QUANTUM) {
+            return false;
+        }
+        self.held.iter().any(|held| {
+            let long = now.saturating_duration_since(held.since);
+            let Some(holder) = self.tenants.get(&held.tenant).filter(|_| long >= QUANTUM) else { return false };
+            let so_far = u64::try_from(long.as_nanos()).unwrap_or(u64::MAX).saturating_mul(PER_NANO);
+            let owed = holder.charge.saturating_add(so_far / u64::from(holder.weight));
+            self.tenants.iter().any(|(name, t)| *name != held.tenant && !t.queue.is_empty() && t.charge < owed)
+        })
     }
 
     /// Forgets a tenant with nothing on a turn or waiting and no debt.
@@ -109,9 +162,18 @@ impl GateState {
 }
 
 impl PollGate {
-    pub(crate) fn new(turns: usize) -> Self {
-        let state = GateState { free: turns.max(1), waiting: 0, tenants: HashMap::new(), now: 0 };
-        Self { state: Arc::new(Mutex::new(state)) }
+    /// `turns` turns; `preempt` advances the engine's epoch.
+    pub(crate) fn new(turns: usize, preempt: Preempt) -> Self {
+        let state = GateState {
+            free: turns.max(1),
+            waiting: 0,
+            tenants: HashMap::new(),
+            now: 0,
+            held: Vec::new(),
+            next_turn: 0,
+            preempted: None,
+        };
+        Self { state: Arc::new(Mutex::new(state)), preempt }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
@@ -123,35 +185,52 @@ impl PollGate {
         Fair { inner: Box::pin(future), gate: self.clone(), share, waiting: None }
     }
 
-    /// A turn at once, when one is free and nobody waits; else `waker`
-    /// waits in its tenant's queue.
-    fn take_or_wait(&self, share: &GuestShare, waker: &Waker) -> Option<Arc<Waiter>> {
+    /// Preempts the guests on turns if a waiting tenant is owed more
+    /// (the epoch thread asks every quantum; a guest starting to wait asks
+    /// at once).
+    pub(crate) fn preempt_if_due(&self) {
+        let now = Instant::now();
+        let due = {
+            let mut state = self.state();
+            let due = state.preempt_due(now);
+            if due {
+                state.preempted = Some(now);
+            }
+            due
+        };
+        if due {
+            (self.preempt)();
+        }
+    }
+
+    /// A turn at once, when one is free and nobody waits (its id); else
+    /// `waker` waits in its tenant's queue.
+    fn take_or_wait(&self, share: &GuestShare, waker: &Waker) -> Result<u64, Arc<Waiter>> {
         let mut state = self.state();
         if state.free > 0 && state.waiting == 0 {
-            state.free -= 1;
-            let tenant = state.tenant(share);
-            tenant.running += 1;
-            let charge = tenant.charge;
-            state.now = state.now.max(charge);
-            return None;
+            state.tenant(share);
+            return Ok(state.hold(&share.tenant, Instant::now()));
         }
         let waiter = Arc::new(Waiter(Mutex::new(Turn::Waiting(waker.clone()))));
         state.tenant(share).queue.push_back(waiter.clone());
         state.waiting += 1;
-        Some(waiter)
+        drop(state);
+        self.preempt_if_due();
+        Err(waiter)
     }
 
-    /// A turn ends, its poll having taken `nanos`; the turn goes on.
-    fn end(&self, share: &GuestShare, nanos: u64) {
+    /// Turn `turn` ends, its poll having taken `nanos`; the turn goes on.
+    fn end(&self, share: &GuestShare, turn: u64, nanos: u64) {
         let mut wake = Vec::new();
         {
             let mut state = self.state();
             state.free += 1;
+            state.held.retain(|held| held.turn != turn);
             if let Some(tenant) = state.tenants.get_mut(&share.tenant) {
                 tenant.running = tenant.running.saturating_sub(1);
                 tenant.charge = tenant.charge.saturating_add(nanos.saturating_mul(PER_NANO) / u64::from(tenant.weight));
             }
-            state.give(&mut wake);
+            state.give(Instant::now(), &mut wake);
             state.forget_idle(&share.tenant);
         }
         // Outside the lock: a woken task may run here and ask for a turn.
@@ -164,10 +243,13 @@ impl PollGate {
     fn leave(&self, share: &GuestShare, waiter: &Waiter) {
         let given = {
             let mut turn = waiter.turn();
-            matches!(std::mem::replace(&mut *turn, Turn::Gone), Turn::Given)
+            match std::mem::replace(&mut *turn, Turn::Gone) {
+                Turn::Given(id) => Some(id),
+                _ => None,
+            }
         };
-        if given {
-            self.end(share, 0);
+        if let Some(id) = given {
+            self.end(share, id, 0);
         } else {
             // Still queued: `give` skips it; count it out now.
             let mut state = self.state();
@@ -195,7 +277,7 @@ thread_local! {
 }
 
 /// A guest's future whose polls run on the node's turns.
-pub(crate) struct Fair<F> {
+pub struct Fair<F> {
     inner: Pin<Box<F>>,
     gate: PollGate,
     share: GuestShare,
@@ -206,6 +288,7 @@ pub(crate) struct Fair<F> {
 struct OnTurn<'a> {
     gate: &'a PollGate,
     share: &'a GuestShare,
+    turn: u64,
     started: Instant,
 }
 
@@ -213,7 +296,7 @@ impl Drop for OnTurn<'_> {
     fn drop(&mut self) {
         ON_A_TURN.with(|on| on.set(false));
         let nanos = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.gate.end(self.share, nanos);
+        self.gate.end(self.share, self.turn, nanos);
     }
 }
 
@@ -225,29 +308,31 @@ impl<F: Future> Future for Fair<F> {
         if ON_A_TURN.with(|on| on.get()) {
             return this.inner.as_mut().poll(cx);
         }
-        match &this.waiting {
+        let turn = match &this.waiting {
             Some(waiter) => {
                 let mut turn = waiter.turn();
-                match &mut *turn {
+                let id = match &mut *turn {
                     Turn::Waiting(waker) => {
                         waker.clone_from(cx.waker());
                         return Poll::Pending;
                     }
-                    Turn::Given => {}
+                    Turn::Given(id) => *id,
                     Turn::Gone => unreachable!("only its own drop leaves"),
-                }
+                };
                 drop(turn);
                 this.waiting = None;
+                id
             }
-            None => {
-                if let Some(waiter) = this.gate.take_or_wait(&this.share, cx.waker()) {
+            None => match this.gate.take_or_wait(&this.share, cx.waker()) {
+                Ok(id) => id,
+                Err(waiter) => {
                     this.waiting = Some(waiter);
                     return Poll::Pending;
                 }
-            }
-        }
+            },
+        };
         ON_A_TURN.with(|on| on.set(true));
-        let _turn = OnTurn { gate: &this.gate, share: &this.share, started: Instant::now() };
+        let _turn = OnTurn { gate: &this.gate, share: &this.share, turn, started: Instant::now() };
         this.inner.as_mut().poll(cx)
     }
 }
@@ -265,6 +350,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
+
+    fn gate(turns: usize) -> PollGate {
+        PollGate::new(turns, Arc::new(|| {}))
+    }
 
     fn share(tenant: &str, weight: u32) -> GuestShare {
         GuestShare { tenant: tenant.into(), weight, memory_bytes: None }
@@ -303,7 +392,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_poll_holds_a_turn_and_a_waiting_guest_takes_it_after() {
-        let gate = PollGate::new(1);
+        let gate = gate(1);
         // A guest parked in a host call holds no turn.
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let parked = tokio::spawn(gate.fair(share("a", 1), rx));
@@ -322,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_dropped_waiting_guest_gives_back_what_it_was_given() {
-        let gate = PollGate::new(1);
+        let gate = gate(1);
         let waker = noop_waker();
         let mut cx = Context::from_waker(&waker);
         // The one turn is held (by a guest in the middle of a poll).
@@ -337,7 +426,7 @@ mod tests {
         // runs: the turn goes back.
         let mut given = Box::pin(gate.fair(share("b", 1), async {}));
         assert!(given.as_mut().poll(&mut cx).is_pending());
-        gate.end(&share("a", 1), 0);
+        gate.end(&share("a", 1), u64::MAX, 0);
         assert_eq!(gate.free(), 0, "given to the waiting guest");
         drop(given);
         assert_eq!(gate.free(), 1, "and given back");
@@ -354,10 +443,101 @@ mod tests {
         Waker::from(Arc::new(Noop))
     }
 
+    /// A gate whose preemptions are counted.
+    fn counting(turns: usize) -> (PollGate, Arc<AtomicU32>) {
+        let preempted = Arc::new(AtomicU32::new(0));
+        let count = preempted.clone();
+        (PollGate::new(turns, Arc::new(move || _ = count.fetch_add(1, Ordering::Relaxed))), preempted)
+    }
+
+    /// Holds the gate's one turn for `tenant` since `ago`, as a guest
+    /// in the middle of its poll does.
+    fn held_since(gate: &PollGate, tenant: &str, ago: Duration) -> u64 {
+        let mut state = gate.state();
+        state.tenant(&share(tenant, 1));
+        state.hold(&Arc::from(tenant), Instant::now() - ago)
+    }
+
+    #[test]
+    fn another_tenant_owed_more_preempts_a_poll_past_a_quantum() {
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        // The holder's own guests never preempt it.
+        let (gate, preempted) = counting(1);
+        held_since(&gate, "flood", QUANTUM * 5);
+        let mut own = Box::pin(gate.fair(share("flood", 1), async {}));
+        assert!(own.as_mut().poll(&mut cx).is_pending());
+        gate.preempt_if_due();
+        assert_eq!(preempted.load(Ordering::Relaxed), 0, "a tenant never preempts itself");
+        // Another tenant arriving: at once, the poll being past a quantum.
+        let mut quiet = Box::pin(gate.fair(share("quiet", 1), async {}));
+        assert!(quiet.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(preempted.load(Ordering::Relaxed), 1, "preempted as the quiet guest waits");
+        // At most once a quantum, however many ask.
+        gate.preempt_if_due();
+        assert_eq!(preempted.load(Ordering::Relaxed), 1);
+
+        // A poll younger than a quantum is left to run; the epoch thread's
+        // look a quantum later preempts it.
+        let (gate, preempted) = counting(1);
+        held_since(&gate, "flood", Duration::ZERO);
+        let mut quiet = Box::pin(gate.fair(share("quiet", 1), async {}));
+        assert!(quiet.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(preempted.load(Ordering::Relaxed), 0, "the poll has had no quantum yet");
+        std::thread::sleep(QUANTUM);
+        gate.preempt_if_due();
+        assert_eq!(preempted.load(Ordering::Relaxed), 1, "a quantum later");
+
+        // A waiting tenant that has had more than the holder is not owed.
+        let (gate, preempted) = counting(1);
+        held_since(&gate, "flood", QUANTUM * 2);
+        gate.state().tenant(&share("greedy", 1)).charge += 1_000_000_000 * PER_NANO;
+        let mut greedy = Box::pin(gate.fair(share("greedy", 1), async {}));
+        assert!(greedy.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(preempted.load(Ordering::Relaxed), 0, "a second's charge ahead: owed nothing");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_tenant_waits_a_quantum_not_a_long_poll() {
+        let _alone = TIMED.lock().await;
+        // A preemption sets a flag the guests check, as the epoch is.
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cut.clone();
+        let gate = PollGate::new(1, Arc::new(move || flag.store(true, Ordering::Release)));
+        // A guest that computes 100 ms a poll unless cut, then yields.
+        let long_polls = |cut: Arc<std::sync::atomic::AtomicBool>| async move {
+            for _ in 0..4 {
+                let until = Instant::now() + Duration::from_millis(100);
+                while Instant::now() < until && !cut.swap(false, Ordering::AcqRel) {
+                    std::hint::spin_loop();
+                }
+                yield_at_a_tick().await;
+            }
+        };
+        // The epoch thread's look every quantum.
+        let (looks, stop) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let stopped = stop.clone();
+        let epoch = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(QUANTUM);
+                looks.preempt_if_due();
+            }
+        });
+        let flood = tokio::spawn(gate.fair(share("flood", 1), long_polls(cut.clone())));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = Instant::now();
+        tokio::spawn(gate.fair(share("quiet", 1), computes(Duration::from_micros(100), 2))).await.unwrap();
+        let waited = t.elapsed();
+        assert!(waited < Duration::from_millis(50), "the quiet guest's two polls waited {waited:?} behind 100 ms ones");
+        flood.await.unwrap();
+        stop.store(true, Ordering::Relaxed);
+        epoch.join().unwrap();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_quiet_tenant_waits_for_one_poll_not_for_a_flood() {
         let _alone = TIMED.lock().await;
-        let gate = PollGate::new(1);
+        let gate = gate(1);
         // A flood: 256 guests of one tenant, each 4 polls of 1 ms, about
         // 250 ms of polls queued at any time.
         let done = Arc::new(AtomicU32::new(0));
@@ -387,7 +567,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn busy_tenants_share_the_turns_by_weight() {
         let _alone = TIMED.lock().await;
-        let gate = PollGate::new(1);
+        let gate = gate(1);
         let polls: Arc<Mutex<HashMap<&'static str, u32>>> = Arc::default();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut guests = Vec::new();
