@@ -35,6 +35,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let wanted = |name: &str| only.is_empty() || only == name;
     let mut command = Command::new(load::wasmkeep_bin()?);
     command.arg("dev").arg(dir.path()).args(["--listen", "127.0.0.1:0", "--data"]).arg(dir.path().join("data"));
+    // `--limits FILE`: the node's limits, e.g. to compare its gates.
+    let limits: String = flag(args, "--limits", String::new())?;
+    if !limits.is_empty() {
+        command.arg("--limits").arg(limits);
+    }
     if wanted("wasmkeep") {
         servers.push(("wasmkeep", load::spawn(command, load::wasmkeep_addr)?));
     }
