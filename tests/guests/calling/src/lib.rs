@@ -1,6 +1,6 @@
-//! `/call` and `/many` for any guest: what was called is in the query,
-//! what came back is answered as JSON, so tests read actors and fronts the
-//! same way.
+//! `/call`, `/many` and `/spin` for any guest: what was asked is in the
+//! query, what came back is answered as JSON or text, so tests read actors
+//! and fronts the same way.
 
 use serde_json::{Value, json};
 use wasmkeep_sdk::actors::CallError;
@@ -86,4 +86,14 @@ pub fn many(req: &Request) -> Response {
         })
         .collect();
     Response::json(200, &out)
+}
+
+/// Computes `n` rounds, however long it waits for the CPU meanwhile.
+pub fn spin(req: &Request) -> Response {
+    let n: u64 = param(req, "n").parse().unwrap_or(0);
+    let mut x: u64 = 1;
+    for _ in 0..n {
+        x = std::hint::black_box(x ^ (x << 13) ^ (x >> 7));
+    }
+    Response::text(200, x.to_string())
 }

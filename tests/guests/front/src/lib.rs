@@ -68,15 +68,7 @@ fn handle(req: Request) -> Response {
             std::thread::sleep(Duration::from_millis(param(&req, "ms").parse().unwrap_or(0)));
             Response::text(200, "slept")
         }
-        ("GET", "/spin") => {
-            // Computes `n` rounds, however long it waits for the CPU meanwhile.
-            let n: u64 = param(&req, "n").parse().unwrap_or(0);
-            let mut x: u64 = 1;
-            for _ in 0..n {
-                x = std::hint::black_box(x ^ (x << 13) ^ (x >> 7));
-            }
-            Response::text(200, x.to_string())
-        }
+        ("GET", "/spin") => calling::spin(&req),
         ("GET", "/loop") => {
             let mut x: u64 = 0;
             loop {

@@ -45,15 +45,7 @@ impl Actor for Probe {
                     x = std::hint::black_box(x.wrapping_add(1));
                 }
             }
-            ("GET", "/spin") => {
-                // Computes `n` rounds, however long it waits for the CPU meanwhile.
-                let n: u64 = param(&req, "n").parse().unwrap_or(0);
-                let mut x: u64 = 1;
-                for _ in 0..n {
-                    x = std::hint::black_box(x ^ (x << 13) ^ (x >> 7));
-                }
-                Response::text(200, x.to_string())
-            }
+            ("GET", "/spin") => calling::spin(&req),
             ("GET", "/membomb") => {
                 storage::set_json("count", &(count() + 100)).unwrap();
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
