@@ -19,6 +19,14 @@
 //! engine's epoch, and every guest computing yields at its next epoch
 //! check (a preemption is no tick: `cpu`). So another tenant's event
 //! waits about a quantum for a turn, not a tick.
+//!
+//! Some work cannot yield at an epoch check: one `memory.fill` over a
+//! guest's whole memory, its fresh pages faulted in one by one, host work
+//! inside a poll. When a preemption has not freed a turn a quantum later,
+//! the gate lends a turn beyond its own to the tenant owed the most (at
+//! most half as many again), so an owed tenant waits two quanta and the
+//! kernel's slicing, never for such work to end; a lent turn is paid back
+//! by the next turn to end.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -36,6 +44,12 @@ const PER_NANO: u64 = 1024;
 /// preempt it; also how often the epoch thread looks (`engine`).
 pub(crate) const QUANTUM: Duration = Duration::from_millis(1);
 
+/// Turns the gate may lend beyond its own, for `turns` (half again, at
+/// least one): the rest of the node's workers stay with its I/O.
+fn most_lent(turns: usize) -> usize {
+    turns.div_ceil(2)
+}
+
 /// What preempting does: advance the engine's epoch.
 pub(crate) type Preempt = Arc<dyn Fn() + Send + Sync>;
 
@@ -48,6 +62,9 @@ pub(crate) struct PollGate {
 
 struct GateState {
     free: usize,
+    /// Turns lent beyond the gate's own, to be paid back as turns end.
+    lent: usize,
+    most_lent: usize,
     /// Guests waiting, in all tenants.
     waiting: usize,
     tenants: HashMap<Arc<str>, Tenant>,
@@ -140,7 +157,15 @@ impl GateState {
     /// Whether another tenant waits, owed more than one on a turn for a
     /// quantum or more (that turn's poll so far counted).
     fn preempt_due(&self, now: Instant) -> bool {
-        if self.waiting == 0 || self.preempted.is_some_and(|at| now < at + QUANTUM) {
+        if self.preempted.is_some_and(|at| now < at + QUANTUM) {
+            return false;
+        }
+        self.preempt_due_ignoring_rate(now)
+    }
+
+    /// As `preempt_due`, however recently the gate preempted.
+    fn preempt_due_ignoring_rate(&self, now: Instant) -> bool {
+        if self.waiting == 0 {
             return false;
         }
         self.held.iter().any(|held| {
@@ -150,6 +175,16 @@ impl GateState {
             let owed = holder.charge.saturating_add(so_far / u64::from(holder.weight));
             self.tenants.iter().any(|(name, t)| *name != held.tenant && !t.queue.is_empty() && t.charge < owed)
         })
+    }
+
+    /// Whether to lend a turn: the last preemption a quantum or more ago
+    /// left a turn held through it while a tenant owed more still waits.
+    fn lend_due(&self, now: Instant) -> bool {
+        let Some(at) = self.preempted else { return false };
+        self.lent < self.most_lent
+            && now >= at + QUANTUM
+            && self.held.iter().any(|held| held.since <= at)
+            && self.preempt_due_ignoring_rate(now)
     }
 
     /// Forgets a tenant with nothing on a turn or waiting and no debt.
@@ -166,6 +201,8 @@ impl PollGate {
     pub(crate) fn new(turns: usize, preempt: Preempt) -> Self {
         let state = GateState {
             free: turns.max(1),
+            lent: 0,
+            most_lent: most_lent(turns.max(1)),
             waiting: 0,
             tenants: HashMap::new(),
             now: 0,
@@ -190,14 +227,23 @@ impl PollGate {
     /// at once).
     pub(crate) fn preempt_if_due(&self) {
         let now = Instant::now();
+        let mut wake = Vec::new();
         let due = {
             let mut state = self.state();
+            if state.lend_due(now) {
+                state.lent += 1;
+                state.free += 1;
+                state.give(now, &mut wake);
+            }
             let due = state.preempt_due(now);
             if due {
                 state.preempted = Some(now);
             }
             due
         };
+        for waker in wake {
+            waker.wake();
+        }
         if due {
             (self.preempt)();
         }
@@ -224,7 +270,10 @@ impl PollGate {
         let mut wake = Vec::new();
         {
             let mut state = self.state();
-            state.free += 1;
+            match state.lent {
+                0 => state.free += 1,
+                _ => state.lent -= 1,
+            }
             state.held.retain(|held| held.turn != turn);
             if let Some(tenant) = state.tenants.get_mut(&share.tenant) {
                 tenant.running = tenant.running.saturating_sub(1);
@@ -532,6 +581,70 @@ mod tests {
         flood.await.unwrap();
         stop.store(true, Ordering::Relaxed);
         epoch.join().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+    async fn a_poll_that_cannot_yield_is_lent_around_not_waited_for() {
+        let _alone = TIMED.lock().await;
+        let gate = gate(1);
+        // The epoch thread's look every quantum.
+        let (looks, stop) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let stopped = stop.clone();
+        let epoch = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(QUANTUM);
+                looks.preempt_if_due();
+            }
+        });
+        // One poll of 200 ms that no preemption cuts: a `memory.fill`
+        // over a whole memory, host work.
+        let stuck = tokio::spawn(gate.fair(share("stuck", 1), async {
+            std::thread::sleep(Duration::from_millis(200));
+        }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = Instant::now();
+        tokio::spawn(gate.fair(share("quiet", 1), computes(Duration::from_micros(100), 2))).await.unwrap();
+        let waited = t.elapsed();
+        assert!(
+            waited < Duration::from_millis(50),
+            "the quiet guest waited {waited:?} behind a poll that cannot yield"
+        );
+        // Lending is bounded: a second owed tenant waits for the stuck
+        // poll (one turn lent at most for one turn), then the lent turn
+        // is paid back as turns end.
+        assert!(!stuck.is_finished());
+        {
+            let state = gate.state();
+            assert_eq!((state.lent, state.free), (0, 0), "the lent turn paid back as the quiet guest ended");
+        }
+        stuck.await.unwrap();
+        assert_eq!(gate.free(), 1, "the gate's own turn back");
+        stop.store(true, Ordering::Relaxed);
+        epoch.join().unwrap();
+    }
+
+    #[test]
+    fn lent_turns_are_bounded_and_paid_back() {
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let (gate, _preempted) = counting(2);
+        let at = Instant::now() - QUANTUM * 10;
+        held_since(&gate, "stuck", QUANTUM * 20);
+        held_since(&gate, "stuck", QUANTUM * 20);
+        gate.state().preempted = Some(at);
+        let mut waiting: Vec<_> = (0..3).map(|i| Box::pin(gate.fair(share(&format!("q{i}"), 1), async {}))).collect();
+        for w in &mut waiting {
+            assert!(w.as_mut().poll(&mut cx).is_pending());
+        }
+        // Each look lends one while the stuck polls hold; at most one for
+        // two turns.
+        for _ in 0..3 {
+            gate.state().preempted = Some(at);
+            gate.preempt_if_due();
+        }
+        let state = gate.state();
+        assert_eq!(state.lent, most_lent(2));
+        assert_eq!(state.waiting, 2, "one owed guest given the lent turn");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
