@@ -546,6 +546,35 @@ mod tests {
         assert_eq!(preempted.load(Ordering::Relaxed), 0, "a second's charge ahead: owed nothing");
     }
 
+    /// The epoch thread's look every quantum, until dropped.
+    struct Looks {
+        stop: Arc<std::sync::atomic::AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Looks {
+        fn every_quantum(gate: &PollGate) -> Self {
+            let (gate, stop) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+            let stopped = stop.clone();
+            let thread = std::thread::spawn(move || {
+                while !stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(QUANTUM);
+                    gate.preempt_if_due();
+                }
+            });
+            Self { stop, thread: Some(thread) }
+        }
+    }
+
+    impl Drop for Looks {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_quiet_tenant_waits_a_quantum_not_a_long_poll() {
         let _alone = TIMED.lock().await;
@@ -563,15 +592,7 @@ mod tests {
                 yield_at_a_tick().await;
             }
         };
-        // The epoch thread's look every quantum.
-        let (looks, stop) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
-        let stopped = stop.clone();
-        let epoch = std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                std::thread::sleep(QUANTUM);
-                looks.preempt_if_due();
-            }
-        });
+        let _epoch = Looks::every_quantum(&gate);
         let flood = tokio::spawn(gate.fair(share("flood", 1), long_polls(cut.clone())));
         tokio::time::sleep(Duration::from_millis(20)).await;
         let t = Instant::now();
@@ -579,23 +600,13 @@ mod tests {
         let waited = t.elapsed();
         assert!(waited < Duration::from_millis(50), "the quiet guest's two polls waited {waited:?} behind 100 ms ones");
         flood.await.unwrap();
-        stop.store(true, Ordering::Relaxed);
-        epoch.join().unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
     async fn a_poll_that_cannot_yield_is_lent_around_not_waited_for() {
         let _alone = TIMED.lock().await;
         let gate = gate(1);
-        // The epoch thread's look every quantum.
-        let (looks, stop) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
-        let stopped = stop.clone();
-        let epoch = std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                std::thread::sleep(QUANTUM);
-                looks.preempt_if_due();
-            }
-        });
+        let _epoch = Looks::every_quantum(&gate);
         // One poll of 200 ms that no preemption cuts: a `memory.fill`
         // over a whole memory, host work.
         let stuck = tokio::spawn(gate.fair(share("stuck", 1), async {
@@ -619,8 +630,6 @@ mod tests {
         }
         stuck.await.unwrap();
         assert_eq!(gate.free(), 1, "the gate's own turn back");
-        stop.store(true, Ordering::Relaxed);
-        epoch.join().unwrap();
     }
 
     #[test]
