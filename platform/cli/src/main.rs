@@ -10,6 +10,7 @@ mod memory;
 mod reload;
 mod serve;
 mod serve_config;
+mod slices;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -100,6 +101,8 @@ const WORKERS_PER_CORE: usize = 2;
 fn main() -> ExitCode {
     quiet_error_backtraces();
     memory::tune_allocator();
+    // Before any thread starts: each inherits the calling thread's slice.
+    slices::shorten();
     let cli = Cli::parse();
     // Traces are a server's: `serve` reads where they go from its
     // configuration, `dev` from the standard variables.
