@@ -250,37 +250,7 @@ fn neighbour_load(
 /// what real clients, elsewhere, never could (once on a core, a thread
 /// keeps it for its slice, whatever its priority).
 fn lowest_priority() {
-    /// `struct sched_attr`, its first version.
-    #[repr(C)]
-    struct SchedAttr {
-        size: u32,
-        policy: u32,
-        flags: u64,
-        nice: i32,
-        priority: u32,
-        runtime: u64,
-        deadline: u64,
-        period: u64,
-        util_min: u32,
-        util_max: u32,
-    }
-    let attr = SchedAttr {
-        size: std::mem::size_of::<SchedAttr>() as u32,
-        policy: libc::SCHED_OTHER as u32,
-        flags: 0,
-        nice: 19,
-        priority: 0,
-        runtime: 100_000,
-        deadline: 0,
-        period: 0,
-        util_min: 0,
-        util_max: 0,
-    };
-    // SAFETY: `sched_setattr` reads `attr`, which outlives the call; pid
-    // 0 is the calling thread.
-    unsafe {
-        libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0);
-    }
+    wasmkeep_runtime::slices::set(19, Duration::from_micros(100));
 }
 
 /// The quiet tenant's client thread runs first whenever it is ready

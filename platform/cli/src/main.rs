@@ -10,7 +10,6 @@ mod memory;
 mod reload;
 mod serve;
 mod serve_config;
-mod slices;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -102,7 +101,7 @@ fn main() -> ExitCode {
     quiet_error_backtraces();
     memory::tune_allocator();
     // Before any thread starts: each inherits the calling thread's slice.
-    slices::shorten();
+    wasmkeep_runtime::slices::shorten();
     let cli = Cli::parse();
     // Traces are a server's: `serve` reads where they go from its
     // configuration, `dev` from the standard variables.

@@ -14,6 +14,7 @@ mod loader;
 mod memory;
 mod polls;
 mod share;
+pub mod slices;
 mod standard;
 mod wall;
 

@@ -9,9 +9,16 @@
 /// The slice the node's worker threads ask for.
 pub const SLICE: std::time::Duration = std::time::Duration::from_micros(250);
 
-/// Asks the kernel for [`SLICE`] on the calling thread; a kernel without
-/// custom slices keeps its own (the node runs the same, less promptly).
+/// Asks the kernel for [`SLICE`] on the calling thread, at the node's
+/// priority; threads it starts later inherit both.
 pub fn shorten() {
+    set(0, SLICE);
+}
+
+/// Runs the calling thread at `nice` in slices of `slice`. A kernel
+/// without custom slices keeps its own (the thread runs the same, less
+/// promptly).
+pub fn set(nice: i32, slice: std::time::Duration) {
     #[cfg(target_os = "linux")]
     {
         /// `struct sched_attr`, its first version (56 bytes).
@@ -32,9 +39,9 @@ pub fn shorten() {
             size: std::mem::size_of::<SchedAttr>() as u32,
             policy: libc::SCHED_OTHER as u32,
             flags: 0,
-            nice: 0,
+            nice,
             priority: 0,
-            runtime: SLICE.as_nanos() as u64,
+            runtime: slice.as_nanos() as u64,
             deadline: 0,
             period: 0,
             util_min: 0,
