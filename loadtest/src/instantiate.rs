@@ -83,15 +83,8 @@ impl ActorHost for MemoryHost {
 pub(crate) fn engine_config(limits: &Limits) -> EngineConfig {
     let logs =
         wasmkeep_telemetry::logs::GuestLogs::new(wasmkeep_telemetry::logs::LogRates { per_actor: 0, per_app: 0 });
-    EngineConfig {
-        instances: limits.pool_instances,
-        memory_bytes: limits.memory_bytes,
-        guest_memory_bytes: limits.guest_memory(wasmkeep_runtime::machine_memory().unwrap_or(u64::MAX)),
-        host_call_bytes: wasmkeep_runtime::host_call_bytes(limits),
-        busy_guests: 1,
-        guests_at_once: limits.guests_at_once(std::thread::available_parallelism().map_or(1, |n| n.get())),
-        logs: Arc::new(logs),
-    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    EngineConfig { busy_guests: 1, ..EngineConfig::new(limits, cores, Arc::new(logs)) }
 }
 
 /// A raw instance of an actor, given what the node would give it: its log

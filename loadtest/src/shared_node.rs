@@ -145,6 +145,16 @@ enum Neighbour {
 }
 
 impl Neighbour {
+    /// The phase's short name, for `--phases`.
+    fn short(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Aliasing => "aliasing",
+            Self::PlainFronts => "control",
+            Self::Uploads => "uploads",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Self::Memory => "a tenant filling its plan's memory (64 actors at a time holding 60 MiB)",
@@ -317,6 +327,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // 0: the quiet client at the node's priority, sharing its cores' slices.
     let quiet_first: u8 = flag(args, "--quiet-first", 1)?;
     let quiet_first = quiet_first != 0;
+    // Which phases run after the quiet tenant alone: all by default, or a
+    // comma-separated list of `memory`, `aliasing`, `control`, `uploads`,
+    // each with `-rated` for the free plan's rates (`--phases aliasing`).
+    let only: String = flag(args, "--phases", String::new())?;
+    let only: Vec<&str> = only.split(',').filter(|p| !p.is_empty()).collect();
     // The neighbours may send as fast as they like: what is measured is the
     // node's shares, not the plans' rates. An upload is up to 64 MiB.
     let plan = [
@@ -377,7 +392,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             (Neighbour::Aliasing, "aliasrated", &alias_rated),
             (Neighbour::PlainFronts, "aliasrated", &alias_rated),
         ];
-        for (neighbour, name, token) in phases {
+        let chosen = |neighbour: Neighbour, name: &str| {
+            let rated = if name.ends_with("rated") { "-rated" } else { "" };
+            only.is_empty() || only.contains(&format!("{}{rated}", neighbour.short()).as_str())
+        };
+        for (neighbour, name, token) in phases.into_iter().filter(|(n, name, _)| chosen(*n, name)) {
             let (stop, sent, refused) = (Arc::new(AtomicBool::new(false)), Arc::default(), Arc::default());
             let thread = {
                 let (public, api, heavy) = (server.addr.clone(), api.clone(), heavy.clone());

@@ -31,7 +31,7 @@ use wasmkeep_core::{
     Access, AppId, AppName, AppRef, ClassName, Envelope, Limits, MailboxKey, NameError, Origin, RawAddress, Refusal,
     RefusalReason, TenantId, TraceContext, deadline,
 };
-use wasmkeep_runtime::{Egress, EngineConfig, GuestShare, Runtime, machine_memory};
+use wasmkeep_runtime::{Egress, EngineConfig, GuestShare, Runtime};
 use wasmkeep_scheduler::{CompileOwner, FrontWaits, IdleActors, InstancePool};
 use wasmkeep_sockets::{Registry, SocketLimits};
 use wasmkeep_storage::{Store, StoredVersion, UsageCounts, ValueSeal, value_context};
@@ -367,15 +367,7 @@ impl Node {
             config.limits.compile_threads(cores),
             config.limits.compiles_queued_per_tenant as usize,
         );
-        let engine = EngineConfig {
-            instances: config.limits.pool_instances,
-            memory_bytes: config.limits.memory_bytes,
-            guest_memory_bytes: config.limits.guest_memory(machine_memory().unwrap_or(u64::MAX)),
-            host_call_bytes: wasmkeep_runtime::host_call_bytes(&config.limits),
-            busy_guests: config.limits.busy_guests(cores),
-            guests_at_once: config.limits.guests_at_once(cores),
-            logs: logs.clone(),
-        };
+        let engine = EngineConfig::new(&config.limits, cores, logs.clone());
         let runtime = Runtime::new(&engine, config.cache_dir.clone())?;
         let egress_tls =
             wasmkeep_runtime::egress_tls::client_config(&config.egress_roots).map_err(anyhow::Error::msg)?;

@@ -57,8 +57,14 @@ impl Source for Node {
         );
         out.gauge(
             "wasmkeep_guest_memory_budget_bytes",
-            "What all guests of this node may hold together (guest_memory_bytes); tenants share it by weight.",
+            "What all guests of this node may hold together (guest_memory_bytes less what the front slots keep mapped between requests); tenants share it by weight.",
             [(Labels::new(), memory.budget())],
+        );
+        let (fronts, actors) = self.0.runtime.memory_kept();
+        out.gauge(
+            "wasmkeep_pool_kept_bytes",
+            "Memory the pools keep mapped in slots no instance is in, for the next instance there: the front slots' is reserved out of the guests' budget (front_memory_kept_bytes a memory).",
+            [(vec![("pool", "fronts".to_owned())], fronts), (vec![("pool", "actors".to_owned())], actors)],
         );
         out.gauge(
             "wasmkeep_open_sockets",

@@ -28,6 +28,12 @@ pub struct Limits {
     pub front_slots: u32,
     /// How long a front request waits for a free slot before `503`.
     pub front_slot_wait_secs: f64,
+    /// Bytes of each front slot's linear memory kept mapped between
+    /// requests, so that a front touching that much faults in no fresh
+    /// pages and gives none back per request (actors' slots keep 256 KiB).
+    /// Reserved out of the guests' budget for every front slot
+    /// ([`Limits::front_memory_kept`]); 0 keeps what actors' slots keep.
+    pub front_memory_kept_bytes: u64,
     /// Entries in one `call-many`.
     pub call_many_entries: u32,
     /// Events queued per actor before `callee overloaded`.
@@ -155,6 +161,7 @@ impl Default for Limits {
             front_wall_secs: 30.0,
             front_slots: 100,
             front_slot_wait_secs: 1.0,
+            front_memory_kept_bytes: 4 * MIB,
             call_many_entries: 16,
             queue_per_actor: 1000,
             idle_secs: 10.0,
@@ -210,6 +217,28 @@ impl Default for Limits {
 /// the pool's resident pages): a quarter, at least 1 GiB.
 pub fn guest_memory_reserve(machine: u64) -> u64 {
     (machine / 4).max(1024 * MIB).min(machine)
+}
+
+/// What every slot's linear memory keeps mapped between instances, the
+/// least a front slot keeps too: a reused memory is reset where the guest
+/// wrote, these first bytes by writing zeros rather than giving the pages
+/// back (ADR 0007).
+pub const SLOT_MEMORY_KEPT: u64 = 256 * 1024;
+
+/// The guests' budget less what the front slots keep mapped while no
+/// request is in them: `slots` front slots of `memories` linear memories
+/// each, `kept` bytes a memory (from [`Limits::front_memory_kept`]), as
+/// far as it is more than every slot keeps.
+pub fn budget_less_front_kept(budget: u64, kept: u64, slots: u32, memories: u32) -> u64 {
+    budget.saturating_sub(front_kept_reserve(kept, slots, memories))
+}
+
+/// What `slots` front slots of `memories` memories keep at most, `kept`
+/// bytes each, beyond the [`SLOT_MEMORY_KEPT`] every slot keeps (that is
+/// the node's own, in what [`guest_memory_reserve`] keeps for it).
+pub fn front_kept_reserve(kept: u64, slots: u32, memories: u32) -> u64 {
+    let beyond = kept.saturating_sub(SLOT_MEMORY_KEPT);
+    beyond.saturating_mul(u64::from(slots)).saturating_mul(u64::from(memories))
 }
 
 /// Descriptors kept for the store, compiled components, the cluster's
@@ -324,6 +353,19 @@ impl Limits {
             return self.guest_memory_bytes;
         }
         machine.saturating_sub(guest_memory_reserve(machine)).max(self.memory_bytes)
+    }
+
+    /// What each memory of the fronts' pool keeps mapped between
+    /// requests, on a node whose guests' budget is `budget`, the pool
+    /// holding `slots` instances of `memories` linear memories each:
+    /// `front_memory_kept_bytes`, at least what every slot keeps, and what
+    /// it keeps beyond that never more than a quarter of the budget for the
+    /// whole pool, in whole 64 KiB pages.
+    pub fn front_memory_kept(&self, budget: u64, slots: u32, memories: u32) -> u64 {
+        const PAGE: u64 = 64 * 1024;
+        let beyond = self.front_memory_kept_bytes.saturating_sub(SLOT_MEMORY_KEPT);
+        let most = budget / 4 / (u64::from(slots.max(1)) * u64::from(memories.max(1)));
+        SLOT_MEMORY_KEPT + beyond.min(most) / PAGE * PAGE
     }
 
     /// Instances actors may hold at once: the pool less the front's slots.
@@ -478,6 +520,27 @@ mod tests {
         assert_eq!(l.guest_memory(512 * MIB), l.memory_bytes);
         let set = Limits { guest_memory_bytes: 3 * gib, ..Limits::default() };
         assert_eq!(set.guest_memory(24 * gib), 3 * gib, "the operator's figure stands");
+    }
+
+    #[test]
+    fn front_slots_keep_their_memory_within_a_quarter_of_the_budget() {
+        let gib = 1024 * MIB;
+        let l = Limits::default();
+        // 100 slots of 2 memories, 4 MiB each, 256 KiB of it what every
+        // slot keeps: 750 MiB of an 18 GiB budget.
+        assert_eq!(l.front_memory_kept(18 * gib, 100, 2), 4 * MIB);
+        assert_eq!(budget_less_front_kept(18 * gib, 4 * MIB, 100, 2), 18 * gib - 750 * MIB);
+        assert_eq!(front_kept_reserve(SLOT_MEMORY_KEPT, 100, 2), 0, "what every slot keeps is the node's");
+        // A small budget keeps less a slot: a quarter of 1 GiB over 200
+        // memories is 1.28 MiB beyond every slot's 256 KiB, in whole 64 KiB
+        // pages.
+        assert_eq!(l.front_memory_kept(gib, 100, 2), SLOT_MEMORY_KEPT + 20 * 64 * 1024);
+        assert!(front_kept_reserve(l.front_memory_kept(gib, 100, 2), 100, 2) <= gib / 4);
+        // Never less than every slot keeps.
+        let none = Limits { front_memory_kept_bytes: 0, ..Limits::default() };
+        assert_eq!(none.front_memory_kept(18 * gib, 100, 2), SLOT_MEMORY_KEPT);
+        assert_eq!(l.front_memory_kept(32 * MIB, 100, 2), SLOT_MEMORY_KEPT, "8 MiB over 200 memories is no page more");
+        assert_eq!(budget_less_front_kept(MIB, u64::MAX, u32::MAX, u32::MAX), 0, "saturates");
     }
 
     #[test]

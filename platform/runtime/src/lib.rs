@@ -55,10 +55,11 @@ pub enum DeployError {
     MissingExport(String),
 }
 
-/// The node's engine and the linkers for its actors (hosted by `A`) and
-/// its fronts (hosted by `F`).
+/// The node's engines and the linkers for its actors (hosted by `A`) and
+/// its fronts (hosted by `F`), each on its own engine (`engine::Engines`).
 pub struct Runtime<A: ActorHost, F: GuestHost> {
     engine: Engine,
+    front_engine: Engine,
     actor_linker: Linker<GuestState<A>>,
     front_linker: Linker<GuestState<F>>,
     cache_dir: Option<PathBuf>,
@@ -70,31 +71,41 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     /// Builds the engine and starts its epoch ticks. Compiled components
     /// are cached under `cache_dir` when given.
     pub fn new(cfg: &EngineConfig, cache_dir: Option<PathBuf>) -> anyhow::Result<Self> {
-        let engine = engine::build(cfg).map_err(|e| anyhow::anyhow!("building the engine: {e}"))?;
+        let engine::Engines { actors: engine, fronts: front_engine } =
+            engine::build(cfg).map_err(|e| anyhow::anyhow!("building the engine: {e}"))?;
         let link = |e: wasmtime::Error| anyhow::anyhow!("linking the host: {e}");
         let actor_linker = host::actor_linker(&engine).map_err(link)?;
-        let front_linker = host::front_linker(&engine).map_err(link)?;
+        let front_linker = host::front_linker(&front_engine).map_err(link)?;
+        // What the front slots keep mapped between requests is the node's
+        // memory as surely as a guest's: the guests share what is left.
+        let budget = wasmkeep_core::limits::budget_less_front_kept(
+            cfg.guest_memory_bytes,
+            cfg.front_memory_kept,
+            cfg.front_instances,
+            engine::MEMORIES_PER_COMPONENT,
+        );
         let guest = host::GuestConfig {
             memory_bytes: cfg.memory_bytes,
-            memory: Arc::new(memory::MemoryBudget::new(cfg.guest_memory_bytes)),
+            memory: Arc::new(memory::MemoryBudget::new(budget)),
             host_call_bytes: cfg.host_call_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
             polls: polls::PollGate::new(cfg.guests_at_once, {
-                let engine = engine.clone();
-                Arc::new(move || engine.increment_epoch())
+                let engines = [engine.clone(), front_engine.clone()];
+                Arc::new(move || engines.iter().for_each(Engine::increment_epoch))
             }),
             logs: cfg.logs.clone(),
             env: Arc::default(),
         };
-        let ticker = Arc::new(engine::Ticker::start(engine.clone(), guest.cpu.clone(), guest.polls.clone()));
-        Ok(Self { engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
+        let engines = [engine.clone(), front_engine.clone()];
+        let ticker = Arc::new(engine::Ticker::start(engines, guest.cpu.clone(), guest.polls.clone()));
+        Ok(Self { engine, front_engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
 
     /// Compiles (or loads from the cache) an actor component and checks
     /// that this host provides every import it names. Its instances see
     /// `env` through `wasi:cli/environment`.
     pub fn load_actor(&self, wasm: &[u8], env: &BTreeMap<String, String>) -> Result<ActorComponent<A>, DeployError> {
-        let component = self.compile(wasm)?;
+        let component = self.compile(&self.engine, wasm)?;
         let pre = self.actor_linker.instantiate_pre(&component).map_err(|e| missing_import(&e.to_string()))?;
         ActorComponent::new(pre, component_hash(wasm), self.guest.with_env(env))
     }
@@ -103,18 +114,25 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     /// `front`) and checks its imports and its export. Its instances see
     /// `env` through `wasi:cli/environment`.
     pub fn load_front(&self, wasm: &[u8], env: &BTreeMap<String, String>) -> Result<FrontComponent<F>, DeployError> {
-        let component = self.compile(wasm)?;
+        let component = self.compile(&self.front_engine, wasm)?;
         let pre = self.front_linker.instantiate_pre(&component).map_err(|e| front_import(&e.to_string()))?;
         FrontComponent::new(pre, component_hash(wasm), self.guest.with_env(env))
     }
 
-    fn compile(&self, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
-        cache::load(&self.engine, self.cache_dir.as_deref(), wasm)
-            .map_err(|e| DeployError::Invalid(one_line(&e.to_string())))
+    fn compile(&self, engine: &Engine, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
+        cache::load(engine, self.cache_dir.as_deref(), wasm).map_err(|e| DeployError::Invalid(one_line(&e.to_string())))
     }
 
+    /// The actors' engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Bytes the pools keep mapped in slots no instance is in now:
+    /// `(fronts, actors)`.
+    pub fn memory_kept(&self) -> (u64, u64) {
+        let kept = |e: &Engine| e.pooling_allocator_metrics().map_or(0, |m| m.unused_memory_bytes_resident() as u64);
+        (kept(&self.front_engine), kept(&self.engine))
     }
 
     /// `task`, each of its polls on one of the node's guest turns charged

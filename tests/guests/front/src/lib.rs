@@ -69,6 +69,13 @@ fn handle(req: Request) -> Response {
             Response::text(200, "slept")
         }
         ("GET", "/spin") => calling::spin(&req),
+        ("GET", "/touch") => {
+            // Writes every page of `kib` KiB of fresh heap: what a front
+            // building a large answer or list touches.
+            let mut heap = vec![0u8; param(&req, "kib").parse::<usize>().unwrap_or(0) << 10];
+            heap.iter_mut().step_by(4096).for_each(|b| *b = std::hint::black_box(1));
+            Response::text(200, format!("{}", heap.iter().map(|b| u64::from(*b)).sum::<u64>()))
+        }
         ("GET", "/loop") => {
             let mut x: u64 = 0;
             loop {
