@@ -710,28 +710,35 @@ fn minor_faults(s: &Serve) -> u64 {
 /// nothing. What the slots keep is reserved out of the guests' budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_front_slot_keeps_its_memory_between_requests_within_the_budget() {
+    if !wasmkeep_runtime::pagemap_scan_exists() {
+        eprintln!("skipped: before Linux 6.7 front slots keep what actors' do");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let limits = limits_file(dir.path(), "guest_memory_bytes = 1073741824\nfront_slots = 4\npool_instances = 40\n");
+    // 16 GiB of budget (a figure to share, nothing held): no core count
+    // shrinks what a slot keeps.
+    let limits = limits_file(dir.path(), "guest_memory_bytes = 17179869184\nfront_slots = 4\npool_instances = 40\n");
     let extra = ["--limits", limits.to_str().unwrap(), "--metrics-listen", "127.0.0.1:0"];
     let s = Serve::start(&dir.path().join("data"), &extra);
     // The fronts' pool: the 4 slots and 16 (or 4 a core) for stores being
     // dropped, of 2 memories each keeping 4 MiB, 3,840 KiB more than every
-    // slot keeps: kept apart from the 1 GiB.
+    // slot keeps: kept apart from the budget.
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
-    let reserve_kib = (4 + (4 * cores).max(16)) * 2 * 3840;
-    let budget = s.metric("wasmkeep_guest_memory_budget_bytes").await;
-    match reserve_kib <= 256 << 10 {
-        true => assert_eq!(budget, ((1 << 30) - (reserve_kib << 10)) as f64),
-        // Past a quarter of the budget, each slot keeps less.
-        false => assert!(budget >= (768 << 20) as f64, "{budget}"),
-    }
+    let reserve = (4 + (4 * cores).max(16)) * 2 * (3840 << 10);
+    assert_eq!(s.metric("wasmkeep_guest_memory_budget_bytes").await, ((16u64 << 30) - reserve) as f64);
     let token = signup(&s, "touch").await;
     deploy_bundle(&s, &token, "web", bundle_with_front(&guests().front)).await;
     let touch = || s.public("web.touch.localhost", "/touch?kib=2048");
     for _ in 0..3 {
         assert_eq!(touch().await, (200, "512".to_owned()), "every page of 2 MiB written");
     }
-    let kept = s.metric("wasmkeep_pool_kept_bytes{pool=\"fronts\"}").await;
+    // The answer may come a moment before the instance is back in its slot.
+    let asked = Instant::now();
+    let mut kept = 0.0;
+    while kept < (2 << 20) as f64 && asked.elapsed() < Duration::from_secs(5) {
+        kept = s.metric("wasmkeep_pool_kept_bytes{pool=\"fronts\"}").await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(kept >= (2 << 20) as f64, "the front's slot keeps what it touched: {kept} bytes");
 
     let before = minor_faults(&s);

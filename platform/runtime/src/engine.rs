@@ -52,10 +52,17 @@ impl EngineConfig {
         // the slots and as many more as the runtime's threads could be
         // dropping at once.
         let front_instances = limits.front_slots.saturating_add((4 * cores as u32).max(16));
+        // Without PAGEMAP_SCAN (Linux 6.7) a reused memory's kept bytes are
+        // all zeroed at each teardown, touched or not: 4 MiB a request
+        // would cost more than the faults it saves.
+        let front_memory_kept = match pagemap_scan_exists() {
+            true => limits.front_memory_kept(guest_memory_bytes, front_instances, MEMORIES_PER_COMPONENT),
+            false => wasmkeep_core::limits::SLOT_MEMORY_KEPT,
+        };
         Self {
             instances: limits.actor_instances(),
             front_instances,
-            front_memory_kept: limits.front_memory_kept(guest_memory_bytes, front_instances, MEMORIES_PER_COMPONENT),
+            front_memory_kept,
             memory_bytes: limits.memory_bytes,
             guest_memory_bytes,
             host_call_bytes: crate::host_call_bytes(limits),
@@ -64,6 +71,14 @@ impl EngineConfig {
             logs,
         }
     }
+}
+
+/// Whether the kernel resets memories page by page where they were
+/// written (`PAGEMAP_SCAN`, Linux 6.7 and later).
+pub fn pagemap_scan_exists() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut version = release.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
+    (version.next().unwrap_or(0), version.next().unwrap_or(0)) >= (6, 7)
 }
 
 /// Core instances, memories and tables one component may take: a Rust

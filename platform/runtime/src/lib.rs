@@ -27,7 +27,7 @@ use wasmtime::component::Linker;
 
 pub use bindings::exports::wasmkeep::actor::events::Message as SocketMessage;
 pub use cache::component_hash;
-pub use engine::{EngineConfig, TICK};
+pub use engine::{EngineConfig, TICK, pagemap_scan_exists};
 pub use front::{ClientBodyError, FrontBody, FrontComponent, FrontRun};
 pub use guest_log::GuestLabel;
 pub use host::egress_tls;
@@ -78,12 +78,14 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let front_linker = host::front_linker(&front_engine).map_err(link)?;
         // What the front slots keep mapped between requests is the node's
         // memory as surely as a guest's: the guests share what is left.
+        // Never below what one guest may hold, as the budget itself is not.
         let budget = wasmkeep_core::limits::budget_less_front_kept(
             cfg.guest_memory_bytes,
             cfg.front_memory_kept,
             cfg.front_instances,
             engine::MEMORIES_PER_COMPONENT,
-        );
+        )
+        .max(cfg.memory_bytes.min(cfg.guest_memory_bytes));
         let guest = host::GuestConfig {
             memory_bytes: cfg.memory_bytes,
             memory: Arc::new(memory::MemoryBudget::new(budget)),
