@@ -228,9 +228,10 @@ pub const SLOT_MEMORY_KEPT: u64 = 256 * 1024;
 /// The guests' budget less what the front slots keep mapped while no
 /// request is in them: `slots` front slots of `memories` linear memories
 /// each, `kept` bytes a memory (from [`Limits::front_memory_kept`]), as
-/// far as it is more than every slot keeps.
-pub fn budget_less_front_kept(budget: u64, kept: u64, slots: u32, memories: u32) -> u64 {
-    budget.saturating_sub(front_kept_reserve(kept, slots, memories))
+/// far as it is more than every slot keeps; never below what one guest
+/// may hold (`guest`), as the budget itself is not, unless the budget is.
+pub fn budget_less_front_kept(budget: u64, kept: u64, slots: u32, memories: u32, guest: u64) -> u64 {
+    budget.saturating_sub(front_kept_reserve(kept, slots, memories)).max(guest.min(budget))
 }
 
 /// What `slots` front slots of `memories` memories keep at most, `kept`
@@ -529,7 +530,7 @@ mod tests {
         // 100 slots of 2 memories, 4 MiB each, 256 KiB of it what every
         // slot keeps: 750 MiB of an 18 GiB budget.
         assert_eq!(l.front_memory_kept(18 * gib, 100, 2), 4 * MIB);
-        assert_eq!(budget_less_front_kept(18 * gib, 4 * MIB, 100, 2), 18 * gib - 750 * MIB);
+        assert_eq!(budget_less_front_kept(18 * gib, 4 * MIB, 100, 2, 0), 18 * gib - 750 * MIB);
         assert_eq!(front_kept_reserve(SLOT_MEMORY_KEPT, 100, 2), 0, "what every slot keeps is the node's");
         // A small budget keeps less a slot: a quarter of 1 GiB over 200
         // memories is 1.28 MiB beyond every slot's 256 KiB, in whole 64 KiB
@@ -540,7 +541,7 @@ mod tests {
         let none = Limits { front_memory_kept_bytes: 0, ..Limits::default() };
         assert_eq!(none.front_memory_kept(18 * gib, 100, 2), SLOT_MEMORY_KEPT);
         assert_eq!(l.front_memory_kept(32 * MIB, 100, 2), SLOT_MEMORY_KEPT, "8 MiB over 200 memories is no page more");
-        assert_eq!(budget_less_front_kept(MIB, u64::MAX, u32::MAX, u32::MAX), 0, "saturates");
+        assert_eq!(budget_less_front_kept(MIB, u64::MAX, u32::MAX, u32::MAX, 0), 0, "saturates");
     }
 
     #[test]

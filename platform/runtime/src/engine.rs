@@ -76,9 +76,7 @@ impl EngineConfig {
 /// Whether the kernel resets memories page by page where they were
 /// written (`PAGEMAP_SCAN`, Linux 6.7 and later).
 pub fn pagemap_scan_exists() -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut version = release.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
-    (version.next().unwrap_or(0), version.next().unwrap_or(0)) >= (6, 7)
+    crate::slices::kernel() >= (6, 7)
 }
 
 /// Core instances, memories and tables one component may take: a Rust

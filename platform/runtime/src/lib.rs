@@ -78,27 +78,26 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
         let front_linker = host::front_linker(&front_engine).map_err(link)?;
         // What the front slots keep mapped between requests is the node's
         // memory as surely as a guest's: the guests share what is left.
-        // Never below what one guest may hold, as the budget itself is not.
         let budget = wasmkeep_core::limits::budget_less_front_kept(
             cfg.guest_memory_bytes,
             cfg.front_memory_kept,
             cfg.front_instances,
             engine::MEMORIES_PER_COMPONENT,
-        )
-        .max(cfg.memory_bytes.min(cfg.guest_memory_bytes));
+            cfg.memory_bytes,
+        );
+        let engines = [engine.clone(), front_engine.clone()];
         let guest = host::GuestConfig {
             memory_bytes: cfg.memory_bytes,
             memory: Arc::new(memory::MemoryBudget::new(budget)),
             host_call_bytes: cfg.host_call_bytes,
             cpu: cpu::CpuGate::new(cfg.busy_guests),
             polls: polls::PollGate::new(cfg.guests_at_once, {
-                let engines = [engine.clone(), front_engine.clone()];
+                let engines = engines.clone();
                 Arc::new(move || engines.iter().for_each(Engine::increment_epoch))
             }),
             logs: cfg.logs.clone(),
             env: Arc::default(),
         };
-        let engines = [engine.clone(), front_engine.clone()];
         let ticker = Arc::new(engine::Ticker::start(engines, guest.cpu.clone(), guest.polls.clone()));
         Ok(Self { engine, front_engine, actor_linker, front_linker, cache_dir, guest, _ticker: ticker })
     }
@@ -123,11 +122,6 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
 
     fn compile(&self, engine: &Engine, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
         cache::load(engine, self.cache_dir.as_deref(), wasm).map_err(|e| DeployError::Invalid(one_line(&e.to_string())))
-    }
-
-    /// The actors' engine.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
     }
 
     /// Bytes the pools keep mapped in slots no instance is in now:

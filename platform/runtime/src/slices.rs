@@ -55,6 +55,13 @@ pub fn set(nice: i32, slice: std::time::Duration) {
     }
 }
 
+/// The running kernel's release as (major, minor), `(0, 0)` when unread.
+pub(crate) fn kernel() -> (u32, u32) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut version = release.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
+    (version.next().unwrap_or(0), version.next().unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     /// The calling thread's slice as the kernel reports it, where it does.
@@ -68,11 +75,9 @@ mod tests {
     fn a_thread_started_after_shortening_runs_in_short_slices() {
         std::thread::spawn(|| {
             // Custom slices came with Linux 6.12.
-            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-            let mut version = release.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse::<u32>().ok());
-            let (major, minor) = (version.next().unwrap_or(0), version.next().unwrap_or(0));
+            let (major, minor) = super::kernel();
             if slice_now().is_none() || (major, minor) < (6, 12) {
-                eprintln!("skipped: kernel {} has no custom slices to report", release.trim());
+                eprintln!("skipped: kernel {major}.{minor} has no custom slices to report");
                 return;
             }
             super::shorten();
