@@ -77,11 +77,16 @@ impl Cluster {
     }
 }
 
-/// Waits until `path` at `host` answers `200` on every node.
+/// Waits until `path` at `host` answers `200` on every node. A node
+/// compiles a new version's components one at a time on a niced thread
+/// (the compile scheduler), beside the other tests' nodes doing the same on
+/// two cores: a version of four components can take a minute to be ready
+/// everywhere, so the wait is long and the test's claims come after it.
 async fn until_everywhere(c: &Cluster, host: &str, path: &str) {
     for node in &c.nodes {
+        let deadline = Instant::now() + Duration::from_secs(120);
         let mut ok = false;
-        for _ in 0..100 {
+        while Instant::now() < deadline {
             if node.public(host, path).await.0 == 200 {
                 ok = true;
                 break;
