@@ -83,7 +83,7 @@ impl Components {
     }
 }
 
-fn parse_value(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
         _ => Err(format!("`{s}` is not NAME=VALUE")),

@@ -5,6 +5,7 @@ mod client;
 mod cluster;
 mod config;
 mod dev;
+mod init;
 mod manifest;
 mod memory;
 mod reload;
@@ -37,17 +38,28 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Make a new app in ./NAME that `wasmkeep dev` runs at once.
+    Init(init::InitArgs),
     /// Build an app and serve it on 127.0.0.1:8080 with the embedded store.
     Dev(dev::DevArgs),
     /// Run the hosted service: tenants sign up and deploy through the
     /// provisioning API; apps answer at <app>.<tenant>.<base domain>.
     Serve(Box<serve_config::ServeArgs>),
-    /// Sign up as a tenant of a hosted node; saves the token.
+    /// Sign up as a tenant of a hosted node; saves the token and makes the
+    /// node's API the current one.
     Signup(client::SignupArgs),
+    /// Save a token for an API (`--api URL`) and make that API the current one.
+    Login(client::LoginArgs),
+    /// The current API, and the tenant and scope of its token.
+    Whoami(client::WhoamiArgs),
     /// Build an app and deploy it to a hosted node; prints its URL.
     Deploy(client::DeployArgs),
     /// The tenant's apps.
     Apps(client::AppsArgs),
+    /// An app's versions.
+    Versions(client::VersionsArgs),
+    /// Make an earlier version of an app active again.
+    Rollback(client::RollbackArgs),
     /// An app's values (secrets).
     Values(client::ValuesArgs),
     /// The tenant's API tokens.
@@ -56,11 +68,21 @@ enum Command {
     Actors(client::ActorsArgs),
     /// An app's logs as its guests write them (stdout and stderr).
     Tail(client::TailArgs),
+    /// Where the tenant's apps' spans go (its own OTLP endpoint).
+    Telemetry(client::TelemetryArgs),
+    /// What the tenant's apps used this month.
+    Usage(client::UsageArgs),
     /// The operator's cluster tools (`cluster init`).
     Cluster(cluster::ClusterArgs),
     /// Drain a node (the operator's token): its actors and sockets move to
     /// the other nodes of its cluster, then it stops.
     Drain(client::DrainArgs),
+    /// Print the shell's completion script: `wasmkeep completions bash >
+    /// ~/.local/share/bash-completion/completions/wasmkeep`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// The node's log output on stderr (`WASMKEEP_LOG`), and its traces
@@ -103,6 +125,11 @@ fn main() -> ExitCode {
     // Before any thread starts: each inherits the calling thread's slice.
     wasmkeep_runtime::slices::shorten();
     let cli = Cli::parse();
+    // The commands that need no runtime.
+    match &cli.command {
+        Command::Init(_) | Command::Completions { .. } => return offline(cli.command),
+        _ => {}
+    }
     // Traces are a server's: `serve` reads where they go from its
     // configuration, `dev` from the standard variables.
     use wasmkeep_telemetry::traces::{LogFormat, TraceSettings};
@@ -152,15 +179,40 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(*args, tenants).await,
             Command::Signup(args) => client::signup(args).await,
             Command::Deploy(args) => client::deploy(args).await,
+            Command::Login(args) => client::login(args).await,
+            Command::Whoami(args) => client::whoami(args).await,
             Command::Apps(args) => client::apps(args).await,
+            Command::Versions(args) => client::versions(args).await,
+            Command::Rollback(args) => client::rollback(args).await,
+            Command::Telemetry(args) => client::telemetry(args).await,
+            Command::Usage(args) => client::usage(args).await,
             Command::Values(args) => client::values(args).await,
             Command::Tokens(args) => client::tokens(args).await,
             Command::Actors(args) => client::actors(args).await,
             Command::Tail(args) => client::tail(args).await,
             Command::Cluster(args) => cluster::run(args),
             Command::Drain(args) => client::drain(args).await,
+            Command::Init(_) | Command::Completions { .. } => unreachable!("run without the runtime"),
         }
     });
+    exit(result)
+}
+
+/// `init` and `completions`: files and text, no node, no runtime.
+fn offline(command: Command) -> ExitCode {
+    let result = match command {
+        Command::Init(args) => init::run(args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "wasmkeep", &mut std::io::stdout());
+            Ok(())
+        }
+        _ => unreachable!("only the offline commands"),
+    };
+    exit(result)
+}
+
+fn exit(result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -147,15 +147,42 @@ pub async fn upload(
     let plan = plan_of(&service, tenant).await?;
     let limit = usize::try_from(plan.upload_bytes).unwrap_or(usize::MAX);
     let reading = super::bodies::Reading { tenant: Some(tenant), upload: true, limit, what: "the upload" };
-    let (body, share) = service.bodies.read(body, reading).await?;
-    // The rest runs on a task of its own, to its end even when the client
-    // leaves: the share (and the tenant's upload in flight) is held for as
-    // long as the bundle's bytes and the components decoded from them are,
-    // however long the compile waits for its turn.
-    let version = tokio::spawn(add_version(service.clone(), app.clone(), plan, body, share))
-        .await
-        .map_err(|e| ApiError::internal(format!("an upload's task failed: {e}")))??;
-    Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": version}))))
+    let added = async {
+        let (body, share) = service.bodies.read(body, reading).await?;
+        // The rest runs on a task of its own, to its end even when the
+        // client leaves: the share (and the tenant's upload in flight) is
+        // held for as long as the bundle's bytes and the components decoded
+        // from them are, however long the compile waits for its turn.
+        tokio::spawn(add_version(service.clone(), app.clone(), plan, body, share))
+            .await
+            .map_err(|e| ApiError::internal(format!("an upload's task failed: {e}")))?
+    };
+    match added.await {
+        Ok(version) => Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": version})))),
+        Err(e) => {
+            forget_if_unused(&service, &app).await;
+            Err(e)
+        }
+    }
+}
+
+/// An app whose first upload failed goes, unless it holds a value (set
+/// before the first deploy, as a required one must be): a refused first
+/// deploy leaves no app taking a slot of the plan's `apps`.
+async fn forget_if_unused(service: &Service, app: &AppRef) {
+    let unused = async {
+        Ok::<_, wasmkeep_storage::StoreError>(
+            service.store.versions(app.id).await?.is_empty() && service.store.values(app.id).await?.is_empty(),
+        )
+    };
+    match unused.await {
+        Ok(true) => match service.node.delete_app(app.id).await {
+            Ok(()) => tracing::info!(app = %app, "app removed: its first upload failed"),
+            Err(e) => tracing::warn!(app = %app, error = %e, "removing an app whose first upload failed"),
+        },
+        Ok(false) => {}
+        Err(e) => tracing::warn!(app = %app, error = %e, "reading an app whose upload failed"),
+    }
 }
 
 /// The upload's version, from its bundle: decoded off the request threads,

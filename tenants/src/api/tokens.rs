@@ -52,6 +52,22 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(json!({"id": record.id, "scope": record.scope, "token": secret.as_str()}))))
 }
 
+/// `GET /v1/whoami` (any token): the tenant the token acts for (`null`
+/// for the operator's), its scope and id, the tenant's plan.
+pub async fn whoami(State(service): State<Arc<Service>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let plan = match &caller.tenant {
+        Some(tenant) => service.store.tenant(tenant.as_str()).await?.map(|r| r.plan),
+        None => None,
+    };
+    Ok(Json(json!({
+        "tenant": caller.tenant.as_ref().map(|t| t.as_str()),
+        "scope": caller.scope.as_str(),
+        "token": caller.token_id,
+        "plan": plan,
+        "suspended": caller.suspended,
+    })))
+}
+
 /// `GET /v1/tokens` (admin): ids, scopes and times, never secrets.
 pub async fn list(State(service): State<Arc<Service>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let tenant = caller.tenant(Scope::Admin)?;

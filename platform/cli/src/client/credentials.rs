@@ -1,4 +1,5 @@
-//! The credentials file: the token `signup` saved for each API, under the
+//! The credentials file: the token `signup` or `login` saved for each API,
+//! and the current API (the last one signed up or logged in to), under the
 //! user's config directory (`$WASMKEEP_CONFIG_DIR`, else
 //! `$XDG_CONFIG_HOME/wasmkeep`, else `~/.config/wasmkeep`), mode 0600.
 
@@ -11,6 +12,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Credentials {
+    /// The API commands use when neither `--api` nor `WASMKEEP_API` names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    current: Option<String>,
     /// API URL to its login.
     #[serde(default)]
     api: BTreeMap<String, Login>,
@@ -45,12 +49,18 @@ impl Credentials {
         self.api.get(api).map(|l| l.token.clone())
     }
 
-    /// Saves `login` for `api` (replacing any earlier one); answers the file.
+    pub fn current(&self) -> Option<&str> {
+        self.current.as_deref()
+    }
+
+    /// Saves `login` for `api` (replacing any earlier one) and makes `api`
+    /// the current one; answers the file.
     pub fn save(mut self, api: &str, login: Login) -> Result<PathBuf, String> {
         let path = path()?;
         let dir = path.parent().expect("a file in a directory");
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         self.api.insert(api.to_owned(), login);
+        self.current = Some(api.to_owned());
         let text = toml::to_string(&self).expect("credentials serialize");
         // Written beside and renamed: a reader never sees half a file, and
         // the file is the owner's alone from its first byte.

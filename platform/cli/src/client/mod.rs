@@ -12,21 +12,27 @@ use serde_json::Value;
 
 pub(crate) use commands::url_query;
 pub use commands::{
-    ActorsArgs, AppsArgs, DeployArgs, DrainArgs, SignupArgs, TokensArgs, ValuesArgs, actors, apps, deploy, drain,
-    signup, tokens, values,
+    ActorsArgs, AppsArgs, DeployArgs, DrainArgs, LoginArgs, RollbackArgs, SignupArgs, TelemetryArgs, TokensArgs,
+    UsageArgs, ValuesArgs, VersionsArgs, WhoamiArgs, actors, apps, deploy, drain, login, rollback, signup, telemetry,
+    tokens, usage, values, versions, whoami,
 };
 pub use tail::{TailArgs, tail};
 
 /// Where the API is and who calls it: flags, then `WASMKEEP_API` /
-/// `WASMKEEP_TOKEN`, then the credentials file.
+/// `WASMKEEP_TOKEN`, then the credentials file (its current API, and the
+/// token saved for the API).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ApiArgs {
-    /// The provisioning API [env: WASMKEEP_API] [default: http://127.0.0.1:8081].
+    /// The provisioning API [env: WASMKEEP_API] [default: the last one
+    /// `signup` or `login` saved, else http://127.0.0.1:8081].
     #[arg(long, value_name = "URL", global = true)]
     pub api: Option<String>,
-    /// An API token [env: WASMKEEP_TOKEN] [default: the one `signup` saved].
+    /// An API token [env: WASMKEEP_TOKEN] [default: the one saved for the API].
     #[arg(long, value_name = "TOKEN", global = true)]
     pub token: Option<String>,
+    /// Print the API's JSON answer rather than lines of text.
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 const DEFAULT_API: &str = "http://127.0.0.1:8081";
@@ -51,10 +57,12 @@ impl Api {
     }
 
     fn build(args: &ApiArgs, known_tokens: bool) -> Result<Self, String> {
+        let saved = credentials::load()?;
         let base = args
             .api
             .clone()
             .or_else(|| std::env::var("WASMKEEP_API").ok().filter(|s| !s.is_empty()))
+            .or_else(|| saved.current().map(str::to_owned))
             .unwrap_or_else(|| DEFAULT_API.to_owned())
             .trim_end_matches('/')
             .to_owned();
@@ -67,7 +75,7 @@ impl Api {
             None if !known_tokens => None,
             None => match from_env() {
                 Some(token) => Some(token),
-                None => credentials::load()?.token_for(&base),
+                None => saved.token_for(&base),
             },
         };
         let http = reqwest::Client::builder()
@@ -122,11 +130,15 @@ impl Api {
     fn failure(&self, status: reqwest::StatusCode, json: &Value) -> String {
         let error = json["error"].as_str().map_or_else(|| format!("the API answered {status}"), str::to_owned);
         match status.as_u16() {
-            401 if self.token.is_none() => {
-                format!("{error} (no token: run `wasmkeep signup NAME`, or pass --token / WASMKEEP_TOKEN)")
+            401 if self.token.is_none() => format!(
+                "{error} (no token: run `wasmkeep signup NAME` or `wasmkeep login`, or pass --token / WASMKEEP_TOKEN)"
+            ),
+            401 => format!("{error} (the token was refused: `wasmkeep login` with another, or sign up again)"),
+            // A refusal for scope names the scope needed; others (a quota,
+            // a suspended account) say what to do themselves.
+            403 if error.contains("this needs `") => {
+                format!("{error} (make one with `wasmkeep tokens create --scope SCOPE` and an admin token)")
             }
-            401 => format!("{error} (the token was refused: pass another with --token, or sign up again)"),
-            403 => format!("{error} (use a token with more scope)"),
             429 => format!("{error} (slow down)"),
             _ => error,
         }

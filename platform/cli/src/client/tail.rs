@@ -15,9 +15,6 @@ pub struct TailArgs {
     /// Only this actor's lines (with --class).
     #[arg(long, requires = "class")]
     pub name: Option<String>,
-    /// Print the records as the API gives them: one JSON object a line.
-    #[arg(long)]
-    pub json: bool,
     /// Print the lines the node kept, then stop.
     #[arg(long)]
     pub no_follow: bool,
@@ -46,7 +43,8 @@ pub async fn tail(args: TailArgs) -> Result<(), String> {
         while let Some(at) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=at).collect();
             let line = String::from_utf8_lossy(&line[..at]);
-            if args.json {
+            // `--json`: the records as the API gives them, one a line.
+            if args.api.json {
                 println!("{line}");
             } else if let Ok(record) = serde_json::from_str::<Value>(&line) {
                 println!("{}", human(&record));

@@ -25,7 +25,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../../wit",
+        path: "wit",
         world: "wasmkeep:actor/actor-core",
         pub_export_macro: true,
         export_macro_name: "__export_actor_core",

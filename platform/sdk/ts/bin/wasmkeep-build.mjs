@@ -12,6 +12,7 @@
 // …`, naming the file and line where there is one, and the exit status 1.
 
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,7 +88,10 @@ function checkTypes(dir, entry, work) {
     const config = { extends: join(sdk, 'tsconfig.base.json'), include: [join(dir, '**/*.ts')], exclude: [join(dir, 'node_modules'), join(dir, 'dist')] };
     writeFileSync(project, JSON.stringify(config));
   }
-  const tsc = join(sdk, 'node_modules/typescript/bin/tsc');
+  // Where npm put TypeScript: beside the SDK when the SDK is installed
+  // from a package, inside it when it is linked from a checkout.
+  const typescript = dirname(createRequire(import.meta.url).resolve('typescript/package.json'));
+  const tsc = join(typescript, 'bin/tsc');
   const run = spawnSync(process.execPath, [tsc, '-p', project, '--noEmit', '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
   if (run.error) fail(`cannot run tsc: ${run.error.message}`);
   if (run.status !== 0) fail(firstTypeError(`${run.stdout}\n${run.stderr}`, dir));
