@@ -1494,3 +1494,81 @@ async fn a_plan_bounds_the_actors_a_tenant_keeps() {
     assert_eq!(s.public(shop, "/actor/probe/a9/count").await.0, 507);
     assert_eq!(actors_kept(&s, &other).await, (5, 5));
 }
+
+/// A first upload the node refuses takes its app away again (unless the
+/// app holds a value, set before its first deploy): a refused deploy holds
+/// no slot of the plan's `apps`. The quota's refusal says what to do, not
+/// to find a token of more scope. And the CLI's account commands: whoami,
+/// usage, telemetry, completions.
+#[tokio::test]
+async fn a_refused_first_upload_holds_no_app_and_the_cli_shows_the_account() {
+    let data = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let s = Serve::start(data.path(), &[]);
+    let (ok, out, _) = cli(&s, config.path(), &["signup", "alpha"], None);
+    assert!(ok);
+    let token = out.lines().last().unwrap().trim().to_owned();
+    let apps = async |s: &Serve, token: &str| -> Vec<String> {
+        let (_, body) = s.api("GET", "/v1/apps", Some(token), None).await;
+        body["apps"].as_array().unwrap().iter().map(|a| a["app"].as_str().unwrap().to_owned()).collect()
+    };
+    // Refused (not a bundle): the app it made for the upload is gone.
+    assert_eq!(s.api("PUT", "/v1/apps/broken", Some(&token), None).await.0, 201);
+    let (status, body) = s.api_raw("POST", "/v1/apps/broken/versions", Some(&token), Some(b"{}".to_vec())).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(apps(&s, &token).await.is_empty());
+    // One holding a value stays: its owner made it on purpose.
+    assert_eq!(s.api("PUT", "/v1/apps/kept", Some(&token), None).await.0, 201);
+    let set = s.api_raw("PUT", "/v1/apps/kept/values/SECRET", Some(&token), Some(b"x".to_vec())).await;
+    assert_eq!(set.0, 204, "{}", set.1);
+    let (status, _) = s.api_raw("POST", "/v1/apps/kept/versions", Some(&token), Some(b"{}".to_vec())).await;
+    assert_eq!(status, 400);
+    assert_eq!(apps(&s, &token).await, ["kept"]);
+
+    // The free plan's three apps, then a fourth through the CLI: the
+    // quota's line, no advice about scopes.
+    for app in ["b", "c"] {
+        assert_eq!(s.api("PUT", &format!("/v1/apps/{app}"), Some(&token), None).await.0, 201);
+    }
+    let counter = repo().join("docs/examples/counter").display().to_string();
+    let (ok, _, err) = cli(&s, config.path(), &["deploy", &counter], None);
+    assert!(!ok);
+    let refusal = err.lines().last().unwrap();
+    assert_eq!(refusal, "wasmkeep: quota apps: the plan allows 3 apps; delete one or change plans");
+
+    // whoami, as text and JSON; a read token's refusal names the scope.
+    let (ok, out, _) = cli(&s, config.path(), &["whoami"], None);
+    assert!(ok && out.starts_with(&format!("tenant alpha at {} (scope admin, plan free; token tok_", s.api)), "{out}");
+    let (ok, out, _) = cli(&s, config.path(), &["whoami", "--json"], None);
+    assert!(ok);
+    let me: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((me["tenant"].as_str(), me["scope"].as_str(), me["suspended"].as_bool()), (Some("alpha"), Some("admin"), Some(false)));
+    let (_, read, _) = cli(&s, config.path(), &["tokens", "create", "--scope", "read"], None);
+    let (ok, _, err) = cli(&s, config.path(), &["apps", "rm", "b", "--yes", "--token", read.trim()], None);
+    assert!(!ok && err.contains("this needs `admin`") && err.contains("tokens create --scope"), "{err}");
+    // usage, as text and JSON.
+    let (ok, out, _) = cli(&s, config.path(), &["usage"], None);
+    assert!(ok && out.starts_with("period ") && out.contains("\tactors 0 of "), "{out}");
+    let (ok, out, _) = cli(&s, config.path(), &["usage", "--json"], None);
+    assert!(ok && serde_json::from_str::<Value>(&out).unwrap()["apps"].is_array(), "{out}");
+    let (ok, _, err) = cli(&s, config.path(), &["usage", "--period", "last month"], None);
+    assert!(!ok && err.contains("is not a month as YYYY-MM"), "{err}");
+    // This node sends no tenant's spans: the telemetry commands say so.
+    let (ok, _, err) = cli(&s, config.path(), &["telemetry", "show"], None);
+    assert!(!ok && err.contains("does not send tenants' traces"), "{err}");
+    // apps rm, then the slot is free again.
+    assert!(cli(&s, config.path(), &["apps", "rm", "b", "--yes"], None).0);
+    let (ok, out, err) = cli(&s, config.path(), &["deploy", &counter], None);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("http://counter.alpha.localhost:"), "{out}");
+
+    // Completions for each shell name every command.
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmkeep")).args(["completions", shell]).output().unwrap();
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success());
+        for command in ["init", "rollback", "whoami", "telemetry"] {
+            assert!(script.contains(command), "{shell} completions lack {command}");
+        }
+    }
+}
