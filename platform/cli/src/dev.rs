@@ -114,6 +114,7 @@ pub async fn run(args: DevArgs) -> Result<(), String> {
         limits.max_connections = n;
     }
     let spec = version_spec(&manifest, &args.app_dir)?;
+    let sources = reload::settled(sources, &args.app_dir);
 
     let data = args.data.clone().unwrap_or_else(|| args.app_dir.join(".wasmkeep"));
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: cannot create: {e}", data.display()))?;

@@ -39,13 +39,30 @@ pub async fn run(node: Node, app_dir: PathBuf, app_name: String, watch: bool, mu
                 eprintln!("wasmkeep: SIGHUP; redeploying");
             }
         }
+        // Taken before the build: an edit saved while it runs is a change
+        // the next tick redeploys, never one taken for deployed.
+        let building = fingerprint(&app_dir);
         match redeploy(&node, &app_dir, &app_name).await {
             Ok(version) => eprintln!("wasmkeep: serving {app_name} version {version}"),
             Err(e) => eprintln!("wasmkeep: redeploy failed, still serving the previous version: {e}"),
         }
-        // What the build wrote is not a change of the sources.
-        seen = fingerprint(&app_dir);
+        seen = settled(building, &app_dir);
     }
+}
+
+/// Files a build writes itself (cargo's and npm's lockfiles): a build that
+/// makes or updates one has not changed the app.
+fn written_by_builds(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "Cargo.lock" || n == "package-lock.json")
+}
+
+/// The sources as a build that started at `before` left them: `before`,
+/// with the files builds write as they are now.
+pub fn settled(before: Sources, dir: &Path) -> Sources {
+    let mut sources: Sources = before.into_iter().filter(|(p, ..)| !written_by_builds(p)).collect();
+    sources.extend(fingerprint(dir).into_iter().filter(|(p, ..)| written_by_builds(p)));
+    sources.sort();
+    sources
 }
 
 async fn redeploy(node: &Node, app_dir: &Path, app_name: &str) -> Result<i64, String> {

@@ -438,3 +438,129 @@ fn a_typescript_front_using_an_actors_storage_is_refused_in_one_line() {
     assert!(last.ends_with("(import @wasmkeep/sdk/front, not @wasmkeep/sdk)"), "{last}");
     assert!(last.contains("failed: src/index.ts: a front cannot use wasmkeep:actor/storage@0.2.0"), "{last}");
 }
+
+/// `wasmkeep dev` whose every line is kept: a test waits for the lines it
+/// expects, and for the ones that must not come.
+struct Watched {
+    _node: Node,
+    url: String,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Watched {
+    fn start(app: &Path, data: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+            .arg("dev")
+            .arg(app)
+            .args(["--listen", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let mut w = Watched { _node: Node(child), url: String::new(), lines };
+        let serving = w.until(0, "wasmkeep: serving", 300);
+        w.url = serving.split(" on ").nth(1).unwrap().trim().to_owned();
+        w
+    }
+
+    fn count(&self) -> usize {
+        self.lines.lock().unwrap().len()
+    }
+
+    /// The first line from the `from`th on that contains `text`, within
+    /// `secs` seconds.
+    fn until(&self, from: usize, text: &str, secs: u64) -> String {
+        let end = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(line) = self.lines.lock().unwrap().iter().skip(from).find(|l| l.contains(text)) {
+                return line.clone();
+            }
+            assert!(std::time::Instant::now() < end, "no line with {text:?} in {secs} s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn has(&self, from: usize, text: &str) -> bool {
+        self.lines.lock().unwrap().iter().skip(from).any(|l| l.contains(text))
+    }
+}
+
+/// A new TypeScript app (`wasmkeep init`, the checkout's SDK) in a
+/// directory of its own.
+fn ts_app() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let sdk = repo().join("platform/sdk/ts");
+    // The SDK's packages, installed once for every test that links it.
+    wasmkeep_tests::typescript::sdk();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+        .args(["init", "app", "--lang", "ts", "--sdk"])
+        .arg(&sdk)
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    home
+}
+
+/// `dev` never loses an edit and never builds for nothing: the lockfile
+/// the first build writes is no change; a redeploy whose TypeScript inputs
+/// are unchanged reuses its component; an edit saved while a build runs
+/// (after the build read the sources) is deployed next.
+#[tokio::test]
+async fn dev_deploys_every_edit_and_rebuilds_only_what_changed() {
+    let home = ts_app();
+    let app = home.path().join("app");
+    let data = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let dev = Watched::start(&app, data.path());
+    let peek = format!("{}/actor/counter/a/peek", dev.url);
+    assert_eq!(text(&client, client.get(&peek)).await, (200, "0".into()));
+    // npm wrote package-lock.json during the first build: not an edit.
+    let after_start = dev.count();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert!(!dev.has(0, "the app changed"), "the first build's lockfile made a redeploy");
+
+    // The manifest changes, the component's inputs do not: no build.
+    let manifest = app.join("wasmkeep.toml");
+    let text_of = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text_of}# touched\n")).unwrap();
+    // (The same components again: the node keeps version 1.)
+    dev.until(after_start, "serving app version 1", 60);
+    assert!(dev.has(after_start, "actor component unchanged"));
+    assert!(!dev.has(after_start, "wasmkeep-build:"), "an unchanged component was built again");
+
+    // An edit, and a second one saved once the build has read the first.
+    let source = app.join("src/counter.ts");
+    let code = std::fs::read_to_string(&source).unwrap();
+    let peeked = "return new Response(String(count));";
+    assert!(code.contains(peeked));
+    let edited = |answer: &str| code.replace(peeked, &format!("return new Response('{answer} ' + String(count));"));
+    let before_edits = dev.count();
+    std::fs::write(&source, edited("first")).unwrap();
+    dev.until(before_edits, "wasmkeep-build: making the actor component", 60);
+    std::fs::write(&source, edited("second")).unwrap();
+    dev.until(before_edits, "serving app version 2", 120);
+    assert!(until_body(&client, &peek, "second 0").await, "the edit saved during the build was never deployed");
+}
+
+/// Waits up to 2 minutes for `GET url` to answer `body`.
+async fn until_body(client: &reqwest::Client, url: &str, body: &str) -> bool {
+    for _ in 0..1200 {
+        if let Ok(r) = client.get(url).send().await
+            && r.text().await.is_ok_and(|t| t == body)
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}

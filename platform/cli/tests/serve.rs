@@ -1542,7 +1542,10 @@ async fn a_refused_first_upload_holds_no_app_and_the_cli_shows_the_account() {
     let (ok, out, _) = cli(&s, config.path(), &["whoami", "--json"], None);
     assert!(ok);
     let me: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((me["tenant"].as_str(), me["scope"].as_str(), me["suspended"].as_bool()), (Some("alpha"), Some("admin"), Some(false)));
+    assert_eq!(
+        (me["tenant"].as_str(), me["scope"].as_str(), me["suspended"].as_bool()),
+        (Some("alpha"), Some("admin"), Some(false))
+    );
     let (_, read, _) = cli(&s, config.path(), &["tokens", "create", "--scope", "read"], None);
     let (ok, _, err) = cli(&s, config.path(), &["apps", "rm", "b", "--yes", "--token", read.trim()], None);
     assert!(!ok && err.contains("this needs `admin`") && err.contains("tokens create --scope"), "{err}");
@@ -1571,4 +1574,61 @@ async fn a_refused_first_upload_holds_no_app_and_the_cli_shows_the_account() {
             assert!(script.contains(command), "{shell} completions lack {command}");
         }
     }
+}
+
+/// A tenant sees in its own tail why an event of its app failed: one
+/// `failure` record each for a panic (its message and place, and no
+/// stderr records of the panic's report), a wall cut and a memory limit,
+/// each with the trace id of the request that ran it.
+#[tokio::test]
+async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
+    let (data, conf) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let limits = conf.path().join("limits.toml");
+    std::fs::write(&limits, "wall_per_event_secs = 1.0\nmemory_bytes = 33554432\n").unwrap();
+    let s = Serve::start(data.path(), &["--limits", limits.to_str().unwrap()]);
+    let token = signup(&s, "alpha").await;
+    deploy(&s, &token, "p").await;
+    let traced = |path: &'static str, trace: &'static str| {
+        let public = s.public;
+        async move {
+            let answer = reqwest::Client::new()
+                .get(format!("http://{public}{path}"))
+                .header("host", "p.alpha.localhost")
+                .header("traceparent", format!("00-{trace}-b7ad6b7169203331-01"))
+                .timeout(Duration::from_secs(30))
+                .send()
+                .await
+                .unwrap();
+            answer.status().as_u16()
+        }
+    };
+    let (panic, wall, memory) =
+        ("0af7651916cd43dd8448eb211c80319c", "1af7651916cd43dd8448eb211c80319c", "2af7651916cd43dd8448eb211c80319c");
+    assert_eq!(traced("/actor/probe/a/trap-after-write", panic).await, 500);
+    assert_eq!(traced("/actor/probe/b/loop", wall).await, 504);
+    assert_eq!(traced("/actor/probe/c/membomb", memory).await, 500);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, text) = s.api_raw("GET", "/v1/apps/p/logs", Some(&token), None).await;
+    assert_eq!(status, 200, "{text}");
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let failure = |trace: &str| -> String {
+        let found: Vec<&Value> =
+            records.iter().filter(|r| r["stream"] == "failure" && r["trace_id"].as_str() == Some(trace)).collect();
+        assert_eq!(found.len(), 1, "one failure record for {trace}: {records:#?}");
+        found[0]["line"].as_str().unwrap().to_owned()
+    };
+    let line = failure(panic);
+    assert!(line.starts_with("trapped: panicked at probe/src/lib.rs:"), "{line}");
+    assert!(line.contains(": the probe traps on purpose (wasm trap:"), "{line}");
+    let report: Vec<&Value> =
+        records.iter().filter(|r| r["stream"] == "stderr" && r["trace_id"].as_str() == Some(panic)).collect();
+    assert!(report.is_empty(), "the panic's report is the failure's record, not stderr lines: {report:#?}");
+    assert_eq!(failure(wall), "cut at its wall: the event ran out of time and was stopped");
+    let line = failure(memory);
+    assert!(line.starts_with("out of memory (the instance's limit is 32 MiB): memory allocation of"), "{line}");
+    // The CLI's tail shows them as they are, with the trace.
+    let config = tempfile::tempdir().unwrap();
+    let (ok, out, err) = cli(&s, config.path(), &["tail", "p", "--no-follow", "--token", &token], None);
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l.contains("  probe/b  failure  cut at its wall") && l.ends_with(wall)), "{out}");
 }

@@ -51,28 +51,70 @@ struct Written {
     logs: Arc<GuestLogs>,
     /// The `traceparent` of the event being run.
     trace: Option<String>,
+    /// A panic's report is being written to stderr: its lines are the
+    /// failure's record, not records of their own.
+    panicking: bool,
+    /// Blank stderr lines not yet recorded: the one a panic's report
+    /// starts with is not a record.
+    blank_stderr: u32,
 }
 
 impl Written {
     fn end_line(&mut self, i: usize, stream: Stream) {
         let line = std::mem::take(&mut self.lines[i]);
         let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if stream == Stream::Stderr {
+            if self.panicking {
+                return;
+            }
+            if line.is_empty() {
+                self.blank_stderr += 1;
+                return;
+            }
+            if is_panic_report(line) {
+                self.panicking = true;
+                self.blank_stderr = 0;
+                return;
+            }
+            self.flush_blanks();
+        }
         self.logs.line(&self.who, stream, line, self.trace.as_deref());
+    }
+
+    fn flush_blanks(&mut self) {
+        for _ in 0..std::mem::take(&mut self.blank_stderr) {
+            self.logs.line(&self.who, Stream::Stderr, b"", self.trace.as_deref());
+        }
     }
 }
 
+/// The first line of Rust's panic report: `thread '…' panicked at …`
+/// (`thread '…' (1) panicked at …` from Rust 1.91).
+fn is_panic_report(line: &[u8]) -> bool {
+    line.starts_with(b"thread '") && line.windows(13).any(|w| w == b" panicked at ")
+}
+
+/// A guest's stream's slot (a guest writes no `failure` stream: the node does).
 fn index(stream: Stream) -> usize {
     match stream {
         Stream::Stdout => 0,
-        Stream::Stderr => 1,
+        Stream::Stderr | Stream::Failure => 1,
     }
 }
 
 impl GuestOutput {
     /// The guest's stdout; [`Self::stderr`] gives its stderr.
     pub(crate) fn new(who: GuestWho, logs: Arc<GuestLogs>) -> Self {
-        let written =
-            Written { kept: BytesMut::new(), lines: Default::default(), cutting: [false; 2], who, logs, trace: None };
+        let written = Written {
+            kept: BytesMut::new(),
+            lines: Default::default(),
+            cutting: [false; 2],
+            who,
+            logs,
+            trace: None,
+            panicking: false,
+            blank_stderr: 0,
+        };
         Self { shared: Arc::new(Mutex::new(written)), stream: Stream::Stdout }
     }
 
@@ -132,6 +174,17 @@ impl GuestOutput {
             }
             w.cutting[i] = false;
         }
+        if !std::mem::take(&mut w.panicking) {
+            w.flush_blanks();
+        }
+        w.blank_stderr = 0;
+    }
+
+    /// The node's record of the event's failure (`tenant_line`), in the
+    /// event's trace.
+    pub(crate) fn fail(&self, line: &str) {
+        let w = self.lock();
+        w.logs.line(&w.who, Stream::Failure, line.as_bytes(), w.trace.as_deref());
     }
 
     /// The output since the last take, as one line (line breaks shown as
@@ -305,6 +358,37 @@ fn admit(label: &GuestLabel, now: Instant) -> Option<u64> {
 
 fn suppressed_note(n: u64) -> String {
     if n == 0 { String::new() } else { format!(" ({n} earlier lines of this guest not logged)") }
+}
+
+/// The failure as its tenant reads it in the tail: what ended the event,
+/// with a panic's location and message when the output has one.
+pub(crate) fn tenant_line(
+    kind: FailureKind,
+    detail: &str,
+    output: Option<&str>,
+    out_of_memory: Option<&str>,
+) -> String {
+    match (kind, out_of_memory, output.and_then(panic_message)) {
+        (FailureKind::Wall, ..) => "cut at its wall: the event ran out of time and was stopped".to_owned(),
+        (FailureKind::Trap, Some(why), _) => {
+            let said = output.filter(|o| o.contains("memory allocation of")).map(|o| {
+                let from = o.find("memory allocation of").unwrap_or(0);
+                format!(": {}", o[from..].split(" | ").next().unwrap_or_default())
+            });
+            format!("out of memory ({why}){}", said.unwrap_or_default())
+        }
+        (FailureKind::Trap, None, Some(panic)) => format!("trapped: {panic} ({detail})"),
+        (FailureKind::Trap, None, None) => format!("trapped: {detail}"),
+    }
+}
+
+/// `panicked at FILE:LINE:COL: MESSAGE` from a failure's output (its lines
+/// joined with ` | `), without the note about backtraces.
+fn panic_message(output: &str) -> Option<String> {
+    let at = output.find("panicked at ")?;
+    let report = &output[at..];
+    let report = report.split(" | note: ").next().unwrap_or(report);
+    Some(report.replace(" | ", " ").trim().to_owned())
 }
 
 /// Logs a guest's failure, as one line, with its output.

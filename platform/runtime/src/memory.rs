@@ -225,12 +225,19 @@ pub(crate) struct GuestMemory {
     pending: u64,
     /// Whether the budget (not the guest's own limit) refused a grow.
     pub(crate) refused_by_node: bool,
+    /// Whether a grow past the guest's own limit was refused.
+    pub(crate) refused_at_limit: bool,
 }
 
 impl GuestMemory {
     pub(crate) fn new(budget: Arc<MemoryBudget>, share: GuestShare, node_limit: u64) -> Self {
         let limit = share.memory_bytes.map_or(node_limit, |plan| plan.min(node_limit));
-        Self { budget, share, limit, held: 0, pending: 0, refused_by_node: false }
+        Self { budget, share, limit, held: 0, pending: 0, refused_by_node: false, refused_at_limit: false }
+    }
+
+    /// The guest's own memory limit, in bytes.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
     }
 }
 
@@ -246,6 +253,7 @@ impl wasmtime::ResourceLimiterAsync for GuestMemory {
         // Past its own limit the grow fails, as past the budget: a guest
         // that can do without the memory goes on.
         if desired as u64 > self.limit || maximum.is_some_and(|max| desired > max) {
+            self.refused_at_limit = true;
             return Ok(false);
         }
         let bytes = desired.saturating_sub(current) as u64;

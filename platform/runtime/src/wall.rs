@@ -100,7 +100,15 @@ impl EventFailure {
             Self::Trap(detail) => (crate::guest_log::FailureKind::Trap, detail.as_str()),
         };
         data.output.end();
-        crate::guest_log::failure(&data.label, kind, detail, data.output.take());
+        let output = data.output.take();
+        let memory = &data.memory;
+        let out_of_memory = (memory.refused_at_limit || memory.refused_by_node).then(|| match memory.refused_by_node {
+            true => "the node's memory for guests was full".to_owned(),
+            false => format!("the instance's limit is {} MiB", memory.limit() >> 20),
+        });
+        // The tenant's record of it, in its tail, with the event's trace.
+        data.output.fail(&crate::guest_log::tenant_line(kind, detail, output.as_deref(), out_of_memory.as_deref()));
+        crate::guest_log::failure(&data.label, kind, detail, output);
     }
 }
 

@@ -96,7 +96,7 @@ impl<S: tracing::Subscriber> Layer<S> for GuestRecords {
         // stderr as an error, stdout as information: what container
         // platforms' log agents make of the two streams.
         let (number, text) = match fields.stream.as_deref() {
-            Some("stderr") => (Severity::Error, "ERROR"),
+            Some("stderr" | "failure") => (Severity::Error, "ERROR"),
             _ => (Severity::Info, "INFO"),
         };
         record.set_severity_number(number);

@@ -55,12 +55,15 @@ const _: () = assert!(TAIL_BACKLOG * RECORD_BYTES_MAX <= TAIL_BYTES);
 const GUESTS_REMEMBERED: usize = 10_000;
 const WINDOW: Duration = Duration::from_secs(1);
 
-/// Which stream a line was written to.
+/// Which stream a line was written to; `failure` is the node's own line
+/// about an event of the guest's that ended badly (cut at its wall,
+/// trapped with its panic's message, out of memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,
     Stderr,
+    Failure,
 }
 
 impl Stream {
@@ -68,6 +71,7 @@ impl Stream {
         match self {
             Self::Stdout => "stdout",
             Self::Stderr => "stderr",
+            Self::Failure => "failure",
         }
     }
 }
