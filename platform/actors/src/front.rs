@@ -80,14 +80,19 @@ impl Node {
         let started = Instant::now();
         let node = &self.0;
         let entry = node.app(app.id).ok_or(FrontError::NoSuchApp)?;
-        let front = entry.active().and_then(|v| v.front.clone()).ok_or(FrontError::NoFront)?;
+        let version = entry.active().ok_or(FrontError::NoFront)?;
+        let front = version.front.clone().ok_or(FrontError::NoFront)?;
+        let values = entry.values();
+        if let Some(missing) = version.required_values.iter().find(|v| !values.contains_key(*v)) {
+            return Err(FrontError::ValueMissing(missing.clone()));
+        }
         let limits = node.limits_for(app);
         let slot = node.front_slot(app, limits.front_slot_wait()).await?;
         let ends = started + limits.front_wall();
         let host = FrontHost {
             node: node.clone(),
             app: app.clone(),
-            values: entry.values(),
+            values,
             limits,
             started,
             chain: Chain::new(),

@@ -94,7 +94,7 @@ fn observe(
     format: wasmkeep_telemetry::traces::LogFormat,
 ) -> Result<Option<wasmkeep_telemetry::traces::Tracing>, String> {
     use tracing_subscriber::util::SubscriberInitExt;
-    use wasmkeep_telemetry::traces::{Tracing, with_spans, without_spans};
+    use wasmkeep_telemetry::traces::{Tracing, colour_on_stderr, with_spans, without_spans};
     let directives = std::env::var("WASMKEEP_LOG").unwrap_or_else(|_| "warn,wasmkeep=info".into());
     let started = match traces {
         Some(settings) => Tracing::start(&settings, tenants)?,
@@ -102,11 +102,11 @@ fn observe(
     };
     Ok(match started {
         Some((tracing, spans)) => {
-            with_spans(&directives, format, std::io::stderr, spans).init();
+            with_spans(&directives, format, std::io::stderr, colour_on_stderr(), spans).init();
             Some(tracing)
         }
         None => {
-            without_spans(&directives, format, std::io::stderr).init();
+            without_spans(&directives, format, std::io::stderr, colour_on_stderr()).init();
             None
         }
     })

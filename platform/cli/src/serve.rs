@@ -368,7 +368,12 @@ pub async fn run(args: ServeArgs, exports: Option<Arc<TenantExports>>) -> Result
         // Run outside the repository with no plans given: the shipped ones.
         Plans::builtin(&cfg.default_plan)?
     } else {
-        Plans::load(cfg.plans_dir(), &cfg.default_plan)?
+        Plans::load(cfg.plans_dir(), &cfg.default_plan).map_err(|e| match cfg.plans_dir().is_dir() {
+            true => e,
+            false => {
+                format!("{e} (copy policies/plans/ there, or leave `plans` unset for the built-in free and pro plans)")
+            }
+        })?
     };
     let signup = cfg.signup_mode();
     if signup == wasmkeep_tenants::api::SignupMode::Key && cfg.signup_key.as_deref().is_none_or(str::is_empty) {

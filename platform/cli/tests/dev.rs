@@ -198,7 +198,11 @@ async fn chat_through_the_front_and_an_internal_room(example: &str) {
     let client = reqwest::Client::new();
     let (_node, url) = start(&app, data.path(), &["--value", "TOKEN_SECRET=a test secret"]);
 
-    let (status, page) = text(&client, client.get(format!("{url}/"))).await;
+    let answer = client.get(format!("{url}/")).send().await.unwrap();
+    let types: Vec<_> =
+        answer.headers().get_all("content-type").iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+    assert_eq!(types, ["text/html; charset=utf-8"], "the page is HTML, said once");
+    let (status, page) = (answer.status().as_u16(), answer.text().await.unwrap());
     assert_eq!(status, 200);
     assert!(page.contains("<title>wasmkeep chat</title>"), "{page}");
     let login = |user: &'static str| {
@@ -563,4 +567,30 @@ async fn until_body(client: &reqwest::Client, url: &str, body: &str) -> bool {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     false
+}
+
+/// A `.wasm` that is no component says what it is instead: not
+/// WebAssembly at all (not a WAT parse error), or a core module.
+#[test]
+fn a_wasm_file_that_is_no_component_says_what_it_is() {
+    let app = tempfile::tempdir().unwrap();
+    std::fs::write(
+        app.path().join("wasmkeep.toml"),
+        "name = \"x\"\n[classes.c]\naccess = \"open\"\ncomponent = \"c.wasm\"\n",
+    )
+    .unwrap();
+    let cases: [(&[u8], &str); 2] = [
+        (
+            b"hello\n",
+            "class c: not a valid component: the file is not WebAssembly (a component starts with the bytes \\0asm)",
+        ),
+        (b"\0asm\x01\0\0\0", "class c: not a valid component: a core WebAssembly module, not a component"),
+    ];
+    for (bytes, expected) in cases {
+        std::fs::write(app.path().join("c.wasm"), bytes).unwrap();
+        let err = run_failing(app.path(), &["--listen", "127.0.0.1:0"]);
+        let last = err.lines().last().unwrap();
+        assert!(last.contains(expected), "{err}");
+        assert!(!err.contains("expected `(`"), "{err}");
+    }
 }

@@ -560,6 +560,10 @@ async fn two_tenants_sign_up_and_deploy_with_the_cli_and_everything_survives_a_r
     let (ok, _, err) = cli(&s, alpha.path(), &["values", "set", "chat", "TOKEN_SECRET"], Some("a long secret\n"));
     assert!(!ok && err.contains("no such app"), "{err}");
     assert!(cli(&s, alpha.path(), &["deploy", &example("chat")], None).0);
+    // Until its required value is set, the chat's front does not run: the
+    // node answers for it, as it does for the chat's actors.
+    let unset = s.public_with_retry("chat.alpha.localhost", "/").await;
+    assert_eq!(unset, (503, Some("10".into()), "app value TOKEN_SECRET is not set\n".into()));
     assert!(cli(&s, alpha.path(), &["values", "set", "chat", "TOKEN_SECRET"], Some("a long secret\n")).0);
     assert_eq!(cli(&s, alpha.path(), &["values", "ls", "chat"], None).1, "TOKEN_SECRET\n");
     let (ok, _, err) = cli(&s, beta.path(), &["deploy", &example("shop")], None);
@@ -1585,7 +1589,9 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     let (data, conf) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let limits = conf.path().join("limits.toml");
     std::fs::write(&limits, "wall_per_event_secs = 1.0\nmemory_bytes = 33554432\n").unwrap();
-    let s = Serve::start(data.path(), &["--limits", limits.to_str().unwrap()]);
+    // The log as a person reads it (text, not JSON), to a pipe.
+    let text = [("WASMKEEP_TELEMETRY__LOG_FORMAT", "text")];
+    let s = Serve::start_with(data.path(), &["--limits", limits.to_str().unwrap()], &text);
     let token = signup(&s, "alpha").await;
     deploy(&s, &token, "p").await;
     let traced = |path: &'static str, trace: &'static str| {
@@ -1626,9 +1632,55 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     assert_eq!(failure(wall), "cut at its wall: the event ran out of time and was stopped");
     let line = failure(memory);
     assert!(line.starts_with("out of memory (the instance's limit is 32 MiB): memory allocation of"), "{line}");
+    // The operator's log has its own line for each; written to a pipe, it
+    // has no colour codes.
+    let log = s.log.lock().unwrap().clone();
+    assert!(log.contains("trapped: ") && log.contains("cut at its wall"), "{log}");
+    assert!(!log.contains('\x1b'), "escape codes in a log that is not a terminal: {log}");
     // The CLI's tail shows them as they are, with the trace.
     let config = tempfile::tempdir().unwrap();
     let (ok, out, err) = cli(&s, config.path(), &["tail", "p", "--no-follow", "--token", &token], None);
     assert!(ok, "{err}");
     assert!(out.lines().any(|l| l.contains("  probe/b  failure  cut at its wall") && l.ends_with(wall)), "{out}");
+}
+
+/// The sample configuration starts a node as the docs run it, anywhere:
+/// from a directory without `policies/` (its plans are the built-in ones);
+/// a plans directory that is not there is one line saying what to do.
+#[test]
+fn the_ops_sample_configuration_starts_a_node_anywhere() {
+    use std::io::BufRead;
+    let (cwd, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sample = repo().join("ops/serve.toml");
+    let start = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
+            .args(["serve", "--config"])
+            .arg(&sample)
+            .arg("--data")
+            .arg(data.path())
+            .args(["--listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(extra)
+            .current_dir(cwd.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut node = start(&[]);
+    let lines = std::io::BufReader::new(node.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.map_while(Result::ok) {
+        let serving = line.starts_with("wasmkeep: provisioning API on ");
+        seen.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = node.kill();
+    let _ = node.wait();
+    assert!(seen.last().is_some_and(|l| l.starts_with("wasmkeep: provisioning API on ")), "{seen:#?}");
+    let out = start(&["--plans", "/nonexistent/plans"]).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("/nonexistent/plans: cannot read the plans") && err.contains("leave `plans` unset"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

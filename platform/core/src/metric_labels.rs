@@ -71,6 +71,8 @@ labels! {
         /// The front handed the socket to an actor.
         Handoff => "handoff",
         NoFront => "no_front",
+        /// A value the app requires is not set.
+        ValueMissing => "value_missing",
     }
 }
 

@@ -193,6 +193,10 @@ pub enum FrontError {
     /// The front ran past its request's wall without an answer.
     #[error("the front did not answer in time")]
     Wall,
+    /// A value the app requires is not set: the front does not run, as no
+    /// actor event does (DESIGN §3.2).
+    #[error("app value {0} is not set")]
+    ValueMissing(String),
 }
 
 /// What the public port itself refuses, before any event.
@@ -240,6 +244,7 @@ impl Failure {
             Failure::Front(FrontError::Busy) => "front_busy",
             Failure::Front(FrontError::Trapped) => "front_failed",
             Failure::Front(FrontError::Wall) => "front_wall",
+            Failure::Front(FrontError::ValueMissing(_)) => "value_missing",
             Failure::Port(PortError::BodyTooLarge(_)) => "body_too_large",
             Failure::Port(PortError::BodyUnreadable) => "body_unreadable",
             Failure::Port(PortError::BodyTooSlow) => "body_too_slow",
@@ -351,6 +356,7 @@ impl Failure {
             Self::Front(FrontError::Busy) => (503, Some(1)),
             Self::Front(FrontError::Trapped) => (500, None),
             Self::Front(FrontError::Wall) => (504, None),
+            Self::Front(FrontError::ValueMissing(_)) => (503, Some(10)),
             Self::Port(PortError::BodyTooLarge(_)) => (413, None),
             Self::Port(PortError::BodyUnreadable | PortError::NoHost) => (400, None),
             Self::Port(PortError::BodyTooSlow) => (408, None),
@@ -429,8 +435,14 @@ mod tests {
             EventError::AnswerTooLarge(16),
             EventError::ShuttingDown,
         ];
-        let fronts =
-            [FrontError::NoSuchApp, FrontError::NoFront, FrontError::Busy, FrontError::Trapped, FrontError::Wall];
+        let fronts = [
+            FrontError::NoSuchApp,
+            FrontError::NoFront,
+            FrontError::Busy,
+            FrontError::Trapped,
+            FrontError::Wall,
+            FrontError::ValueMissing("K".into()),
+        ];
         let ports = [
             PortError::BodyTooLarge(16),
             PortError::BodyUnreadable,

@@ -126,5 +126,6 @@ fn outcome(e: &FrontError) -> FrontRequestOutcome {
         FrontError::Busy => FrontRequestOutcome::Busy,
         FrontError::Wall => FrontRequestOutcome::Timeout,
         FrontError::NoFront | FrontError::NoSuchApp => FrontRequestOutcome::NoFront,
+        FrontError::ValueMissing(_) => FrontRequestOutcome::ValueMissing,
     }
 }

@@ -42,6 +42,23 @@ pub use polls::Fair;
 pub use share::GuestShare;
 pub use wall::EventFailure;
 
+/// Why `wasm` is plainly no component, before the compiler's own words:
+/// not WebAssembly at all (which wasmtime would read as WAT text, and
+/// fail to parse), or a core module.
+fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
+    if !wasm.starts_with(MAGIC) {
+        return Some("the file is not WebAssembly (a component starts with the bytes \\0asm)");
+    }
+    if wasm.get(4..8) == Some(&CORE_MODULE[..]) {
+        return Some(
+            "a core WebAssembly module, not a component (build it for wasm32-wasip2, or wrap it with `wasm-tools component new`)",
+        );
+    }
+    None
+}
+
 /// Why a component cannot be deployed. One line, for the deployer.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -121,6 +138,9 @@ impl<A: ActorHost, F: GuestHost> Runtime<A, F> {
     }
 
     fn compile(&self, engine: &Engine, wasm: &[u8]) -> Result<wasmtime::component::Component, DeployError> {
+        if let Some(why) = not_a_component(wasm) {
+            return Err(DeployError::Invalid(why.into()));
+        }
         cache::load(engine, self.cache_dir.as_deref(), wasm).map_err(|e| DeployError::Invalid(one_line(&e.to_string())))
     }
 

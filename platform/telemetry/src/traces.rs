@@ -165,15 +165,24 @@ pub enum LogFormat {
     Json,
 }
 
-fn logs<S, W>(directives: &str, format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+/// Whether text written to stderr may be coloured: it is a terminal, and
+/// `NO_COLOR` is not set (no escape codes in a file, a pipe or a journal).
+pub fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn logs<S, W>(directives: &str, format: LogFormat, writer: W, colour: bool) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     match format {
-        LogFormat::Text => {
-            tracing_subscriber::fmt::layer().with_writer(writer).with_filter(logs_filter(directives)).boxed()
-        }
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_ansi(colour)
+            .with_writer(writer)
+            .with_filter(logs_filter(directives))
+            .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
@@ -183,14 +192,20 @@ where
     }
 }
 
-/// The node's subscriber with no export: its log lines only. No layer
-/// wants the request path's spans, so their call sites are off.
-pub fn without_spans<W>(directives: &str, format: LogFormat, writer: W) -> impl tracing::Subscriber + Send + Sync
+/// The node's subscriber with no export: its log lines only (coloured
+/// when `colour`). No layer wants the request path's spans, so their call
+/// sites are off.
+pub fn without_spans<W>(
+    directives: &str,
+    format: LogFormat,
+    writer: W,
+    colour: bool,
+) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     use tracing_subscriber::layer::SubscriberExt;
-    tracing_subscriber::registry().with(logs(directives, format, writer))
+    tracing_subscriber::registry().with(logs(directives, format, writer, colour))
 }
 
 /// The node's subscriber exporting the request path's spans through
@@ -199,13 +214,14 @@ pub fn with_spans<W>(
     directives: &str,
     format: LogFormat,
     writer: W,
+    colour: bool,
     spans: impl Layer<tracing_subscriber::Registry> + Send + Sync,
 ) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     use tracing_subscriber::layer::SubscriberExt;
-    tracing_subscriber::registry().with(spans).with(logs(directives, format, writer))
+    tracing_subscriber::registry().with(spans).with(logs(directives, format, writer, colour))
 }
 
 /// Whether the trace `trace` carries is one whose spans are recorded: it
@@ -302,7 +318,7 @@ mod tests {
     /// made, nothing is recorded); with one, they are made.
     #[test]
     fn with_no_export_the_request_paths_spans_cost_nothing() {
-        tracing::subscriber::with_default(without_spans("info", LogFormat::Text, std::io::sink), || {
+        tracing::subscriber::with_default(without_spans("info", LogFormat::Text, std::io::sink, false), || {
             assert!(tracing::info_span!(target: TARGET, "off").is_disabled());
             assert!(!tracing::info_span!("a log line's span").is_disabled());
         });
@@ -311,7 +327,7 @@ mod tests {
         let spans = tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("test"))
             .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.target() == TARGET));
-        tracing::subscriber::with_default(with_spans("info", LogFormat::Text, std::io::sink, spans), || {
+        tracing::subscriber::with_default(with_spans("info", LogFormat::Text, std::io::sink, false, spans), || {
             let span = tracing::info_span!(target: TARGET, parent: None, "on");
             assert!(!span.is_disabled());
             let client = TraceContext {

@@ -139,8 +139,17 @@ impl Response {
         Self::text(404, "not found")
     }
 
-    /// Adds a header.
+    /// Sets a header: any of the same name (in any case) is replaced, as
+    /// `http::HeaderMap::insert` does. `Response::text(200, page)
+    /// .header("content-type", "text/html")` has one `Content-Type`.
     pub fn header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.append_header(name, value)
+    }
+
+    /// Adds a header, keeping any of the same name (`set-cookie` twice), as
+    /// `http::HeaderMap::append` does.
+    pub fn append_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
         self.headers.push((name.to_ascii_lowercase(), value.as_ref().to_vec()));
         self
     }
@@ -244,6 +253,29 @@ mod tests {
         assert_eq!(r.form_param("room").as_deref(), Some("lobby"));
         assert_eq!(r.form_param("empty").as_deref(), Some(""));
         assert_eq!(r.form_param("missing"), None);
+    }
+
+    #[test]
+    fn header_sets_and_append_header_adds() {
+        let page = Response::text(200, "<p>").header("Content-Type", "text/html");
+        assert_eq!(page.headers, [("content-type".to_owned(), b"text/html".to_vec())]);
+        let cookies = Response::empty(200).append_header("set-cookie", "a=1").append_header("Set-Cookie", "b=2");
+        assert_eq!(cookies.headers.len(), 2);
+        assert_eq!(cookies.header("set-cookie", "c=3").headers, [("set-cookie".to_owned(), b"c=3".to_vec())]);
+    }
+
+    #[test]
+    fn requests_of_every_method_and_a_forwarded_one() {
+        let put = Request::put("/kv?key=a", "v").with_header("content-type", "text/plain");
+        assert_eq!((put.method(), put.uri.as_str(), put.body.as_slice()), ("PUT", "/kv?key=a", &b"v"[..]));
+        assert_eq!(Request::delete("/").method(), "DELETE");
+        assert_eq!(Request::patch("/", "x").method(), "PATCH");
+        assert_eq!(Request::head("/").method(), "HEAD");
+        assert_eq!(Request::new("OPTIONS", "/").method(), "OPTIONS");
+        let asked = Request::post("/cart/ann?x=1", "{}").with_header("content-type", "application/json");
+        let forwarded = asked.clone().forwarded_to("/items");
+        assert_eq!((forwarded.method(), forwarded.uri.as_str()), ("POST", "/items"));
+        assert_eq!((forwarded.headers, forwarded.body), (asked.headers, asked.body));
     }
 
     #[test]

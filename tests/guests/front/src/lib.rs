@@ -31,7 +31,7 @@ fn handle(req: Request) -> Response {
             };
             match param(&req, "which").as_str() {
                 "missing" => keep("x-wasmkeep-handoff-path"),
-                "repeated" => keep("").header("x-wasmkeep-handoff-class", "internal"),
+                "repeated" => keep("").append_header("x-wasmkeep-handoff-class", "internal"),
                 "badname" => keep("x-wasmkeep-handoff-name").header("x-wasmkeep-handoff-name", "%FF"),
                 "badescape" => keep("x-wasmkeep-handoff-name").header("x-wasmkeep-handoff-name", "a%zz"),
                 "fragment" => keep("x-wasmkeep-handoff-path").header("x-wasmkeep-handoff-path", "/a?b=1#frag"),
@@ -43,7 +43,7 @@ fn handle(req: Request) -> Response {
             let fetched = fetch::get(&param(&req, "url"));
             let mut r = Response::text(200, "relayed");
             for h in fetched["headers"].as_array().into_iter().flatten() {
-                r = r.header(h[0].as_str().unwrap_or(""), h[1].as_str().unwrap_or(""));
+                r = r.append_header(h[0].as_str().unwrap_or(""), h[1].as_str().unwrap_or(""));
             }
             r
         }
