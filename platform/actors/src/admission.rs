@@ -109,6 +109,21 @@ pub(crate) async fn admit(
     residence: &mut Residence,
     arrived: Instant,
 ) -> Result<Admitted, Refusal> {
+    let admitted = admit_event(node, envelope, kind, residence, arrived).await;
+    if let Err(refusal @ Refusal::Quota { .. }) = &admitted {
+        // The tenant sees why in its tail, with the refused event's trace.
+        node.tail_refusal(envelope, refusal);
+    }
+    admitted
+}
+
+async fn admit_event(
+    node: &NodeInner,
+    envelope: &Envelope,
+    kind: &EventKind,
+    residence: &mut Residence,
+    arrived: Instant,
+) -> Result<Admitted, Refusal> {
     let app = node.app(envelope.app.id).ok_or(Refusal::NoSuchApp)?;
     let version = app.active().ok_or(Refusal::NoSuchClass)?;
     let class = version.class(&envelope.target.class).cloned();

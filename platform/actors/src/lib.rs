@@ -317,6 +317,21 @@ impl NodeInner {
         if self.idle.evict_oldest(&requester.id) { Ok(()) } else { Err(Refusal::Capacity) }
     }
 
+    /// A refusal of an event of `envelope`'s, as a `failure` record in its
+    /// tenant's tail (bounded as the guest's own lines are).
+    pub(crate) fn tail_refusal(&self, envelope: &wasmkeep_core::Envelope, refusal: &Refusal) {
+        let app = &envelope.app;
+        let who = wasmkeep_telemetry::logs::GuestWho {
+            tenant: app.tenant.as_str().into(),
+            app: app.name.as_str().into(),
+            class: Some(envelope.target.class.as_str().into()),
+            name: Some(String::from_utf8_lossy(&envelope.target.name).into()),
+        };
+        let line = format!("refused: {refusal}");
+        let stream = wasmkeep_telemetry::logs::Stream::Failure;
+        self.logs.line(&who, stream, line.as_bytes(), envelope.trace.parent.as_deref());
+    }
+
     /// The refusal of `tenant`'s event or request for `quota`, counted.
     pub(crate) fn over_quota(&self, tenant: &TenantId, quota: Quota, wait: std::time::Duration) -> Refusal {
         self.metrics.quota_refusals.inc(tenant.as_str(), quota);

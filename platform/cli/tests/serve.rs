@@ -1582,8 +1582,8 @@ async fn a_refused_first_upload_holds_no_app_and_the_cli_shows_the_account() {
 
 /// A tenant sees in its own tail why an event of its app failed: one
 /// `failure` record each for a panic (its message and place, and no
-/// stderr records of the panic's report), a wall cut and a memory limit,
-/// each with the trace id of the request that ran it.
+/// stderr records of the panic's report), a wall cut, a memory limit and
+/// a quota's refusal, each with the trace id of the request that ran it.
 #[tokio::test]
 async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     let (data, conf) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -1613,6 +1613,16 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     assert_eq!(traced("/actor/probe/a/trap-after-write", panic).await, 500);
     assert_eq!(traced("/actor/probe/b/loop", wall).await, 504);
     assert_eq!(traced("/actor/probe/c/membomb", memory).await, 500);
+    // An actor asked faster than the plan's events per second.
+    let quota = "3af7651916cd43dd8448eb211c80319c";
+    let mut refused = false;
+    for _ in 0..500 {
+        if traced("/actor/probe/d/ping", quota).await == 429 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the free plan's events per second were never exceeded");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (status, text) = s.api_raw("GET", "/v1/apps/p/logs", Some(&token), None).await;
     assert_eq!(status, 200, "{text}");
@@ -1632,6 +1642,7 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     assert_eq!(failure(wall), "cut at its wall: the event ran out of time and was stopped");
     let line = failure(memory);
     assert!(line.starts_with("out of memory (the instance's limit is 32 MiB): memory allocation of"), "{line}");
+    assert!(failure(quota).starts_with("refused: over the plan's events_per_second_per_actor quota"), "{records:#?}");
     // The operator's log has its own line for each; written to a pipe, it
     // has no colour codes.
     let log = s.log.lock().unwrap().clone();

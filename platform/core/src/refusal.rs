@@ -500,6 +500,7 @@ mod tests {
                 (503, Some(1), "too many requests for the fronts of this node; retry shortly\n"),
                 (500, None, "the front failed\n"),
                 (504, None, "the front did not answer in time\n"),
+                (503, Some(10), "app value K is not set\n"),
                 (413, None, "request body is over 16 bytes\n"),
                 (400, None, "request body could not be read\n"),
                 (408, None, "the request body arrived too slowly\n"),
