@@ -102,6 +102,8 @@ async fn the_typescript_counter_is_built_with_npm_and_counts_across_restarts() {
     let data = tempfile::tempdir().unwrap();
     let app = repo().join("docs/examples/counter-ts");
     let client = reqwest::Client::new();
+    // Built afresh, not reused from an earlier run's `dist/`.
+    let _ = std::fs::remove_file(app.join("dist/actor.wasm.inputs"));
     let (mut node, url, before) = start_with_lines(&app, data.path(), &["--no-watch"]);
     assert!(before.iter().any(|l| l.contains("(actor component, wasmkeep-build)")), "{before:?}");
     assert!(before.iter().any(|l| l.starts_with("wasmkeep-build: wrote ")), "progress is shown: {before:?}");

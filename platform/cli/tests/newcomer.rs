@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -32,17 +32,7 @@ impl Machine {
     /// binary found on the PATH, no variable of this checkout's, the
     /// credentials of `user` (each their own config directory).
     fn wasmkeep(&self, user: &str, dir: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        let mut child = self.command(user, dir, args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let mut input = child.stdin.take().unwrap();
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).unwrap();
-        }
-        drop(input);
-        let out = child.wait_with_output().unwrap();
-        let (stdout, stderr) =
-            (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-        eprintln!("$ wasmkeep {}\n{stderr}{stdout}", args.join(" "));
-        (out.status.success(), stdout, stderr)
+        common::run_cli(self.command(user, dir, args), args, stdin)
     }
 
     fn command(&self, user: &str, dir: &Path, args: &[&str]) -> Command {
@@ -58,8 +48,7 @@ impl Machine {
             // The toolchain the checkout pins, which has the wasm32-wasip2
             // target (a newcomer's default one would, after `rustup target
             // add`).
-            .env("RUSTUP_TOOLCHAIN", toolchain())
-            .stdin(Stdio::piped());
+            .env("RUSTUP_TOOLCHAIN", toolchain());
         // cargo's own variables for this test would point the apps' builds
         // at this checkout.
         for (name, _) in std::env::vars() {
@@ -233,11 +222,19 @@ async fn the_path(lang: &str, app: &str, front_source: &str) {
         .map(|v| (v["version"].as_i64().unwrap(), v["active"].as_bool().unwrap()))
         .collect();
     assert_eq!(active, [(1, false), (2, true)]);
+    let (ok, out, _) = m.wasmkeep(app, &apps, &["versions", "ls", app], None);
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["1\t-\tfront, classes counter", "2\tactive\tfront, classes counter"], "{out}");
     let (ok, _, err) = m.wasmkeep(app, &apps, &["rollback", app], None);
     assert!(ok && err.contains(&format!("version 1 of {app} is active (was 2)")), "{err}");
     assert!(get(&format!("{public}/"), Some(&host)).await.1.starts_with("hello:"));
     // The counter kept its count across the versions.
     assert_eq!(get(&format!("{public}/visits/bo"), Some(&host)).await, (200, "2".into()));
+    // Forward again, by its number.
+    let (ok, _, err) = m.wasmkeep(app, &apps, &["rollback", app, "2"], None);
+    assert!(ok && err.contains(&format!("version 2 of {app} is active (was 1)")), "{err}");
+    assert!(get(&format!("{public}/"), Some(&host)).await.1.starts_with("hello again:"));
 
     // Removed: asked first, so refused off a terminal without --yes.
     let (ok, _, err) = m.wasmkeep(app, &apps, &["apps", "rm", app], None);

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use http::StatusCode;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmkeep_actors::DeployFailure;
 use wasmkeep_core::plan::Plan;
@@ -109,15 +110,32 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(app_json(&service, tenant, &record))))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteQuery {
+    #[serde(default)]
+    unused: bool,
+}
+
 /// `DELETE /v1/apps/{app}` (admin): its sockets close, its actors, their
-/// storage, its versions and values go.
+/// storage, its versions and values go. With `?unused=true` (deploy),
+/// only an app that never held a version or a value, as a refused first
+/// deploy leaves it: the CLI takes it back, so that it holds no slot of
+/// the plan's apps, with the token that made it.
 pub async fn delete(
     State(service): State<Arc<Service>>,
     caller: Caller,
     Path(name): Path<String>,
+    Query(query): Query<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = caller.tenant(Scope::Admin)?;
+    let tenant = caller.tenant(if query.unused { Scope::Deploy } else { Scope::Admin })?;
     let app = find(&service, tenant, &name).await?;
+    if query.unused {
+        let held = !service.store.versions(app.id).await?.is_empty() || !service.store.values(app.id).await?.is_empty();
+        if held {
+            return Err(ApiError::new(StatusCode::CONFLICT, "the app holds versions or values: it is in use"));
+        }
+    }
     service.node.delete_app(app.id).await.map_err(ApiError::internal)?;
     tracing::info!(app = %app, "app deleted");
     Ok(StatusCode::NO_CONTENT)
@@ -147,42 +165,15 @@ pub async fn upload(
     let plan = plan_of(&service, tenant).await?;
     let limit = usize::try_from(plan.upload_bytes).unwrap_or(usize::MAX);
     let reading = super::bodies::Reading { tenant: Some(tenant), upload: true, limit, what: "the upload" };
-    let added = async {
-        let (body, share) = service.bodies.read(body, reading).await?;
-        // The rest runs on a task of its own, to its end even when the
-        // client leaves: the share (and the tenant's upload in flight) is
-        // held for as long as the bundle's bytes and the components decoded
-        // from them are, however long the compile waits for its turn.
-        tokio::spawn(add_version(service.clone(), app.clone(), plan, body, share))
-            .await
-            .map_err(|e| ApiError::internal(format!("an upload's task failed: {e}")))?
-    };
-    match added.await {
-        Ok(version) => Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": version})))),
-        Err(e) => {
-            forget_if_unused(&service, &app).await;
-            Err(e)
-        }
-    }
-}
-
-/// An app whose first upload failed goes, unless it holds a value (set
-/// before the first deploy, as a required one must be): a refused first
-/// deploy leaves no app taking a slot of the plan's `apps`.
-async fn forget_if_unused(service: &Service, app: &AppRef) {
-    let unused = async {
-        Ok::<_, wasmkeep_storage::StoreError>(
-            service.store.versions(app.id).await?.is_empty() && service.store.values(app.id).await?.is_empty(),
-        )
-    };
-    match unused.await {
-        Ok(true) => match service.node.delete_app(app.id).await {
-            Ok(()) => tracing::info!(app = %app, "app removed: its first upload failed"),
-            Err(e) => tracing::warn!(app = %app, error = %e, "removing an app whose first upload failed"),
-        },
-        Ok(false) => {}
-        Err(e) => tracing::warn!(app = %app, error = %e, "reading an app whose upload failed"),
-    }
+    let (body, share) = service.bodies.read(body, reading).await?;
+    // The rest runs on a task of its own, to its end even when the client
+    // leaves: the share (and the tenant's upload in flight) is held for as
+    // long as the bundle's bytes and the components decoded from them are,
+    // however long the compile waits for its turn.
+    let version = tokio::spawn(add_version(service.clone(), app.clone(), plan, body, share))
+        .await
+        .map_err(|e| ApiError::internal(format!("an upload's task failed: {e}")))??;
+    Ok((StatusCode::CREATED, Json(json!({"app": app.name.as_str(), "version": version}))))
 }
 
 /// The upload's version, from its bundle: decoded off the request threads,

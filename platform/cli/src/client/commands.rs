@@ -114,7 +114,16 @@ pub async fn deploy(args: DeployArgs) -> Result<(), String> {
     api.call("PUT", &format!("/v1/apps/{app}"), None).await?;
     eprintln!("wasmkeep: uploading {app} ({} KiB)", bundle.len().div_ceil(1024));
     let started = std::time::Instant::now();
-    let version = api.call("POST", &format!("/v1/apps/{app}/versions"), Some(bundle)).await?;
+    let version = match api.call("POST", &format!("/v1/apps/{app}/versions"), Some(bundle)).await {
+        Ok(version) => version,
+        Err(e) => {
+            // A refused first deploy takes its app back (the API deletes
+            // only an app with no version and no value): it holds no slot
+            // of the plan's apps.
+            let _ = api.call("DELETE", &format!("/v1/apps/{app}?unused=true"), None).await;
+            return Err(e);
+        }
+    };
     let number = version["version"].as_i64().ok_or("the API answered no version number")?;
     let active = api.call("POST", &format!("/v1/apps/{app}/versions/{number}/activate"), None).await?;
     eprintln!("wasmkeep: version {number} of {app} is active ({:.1} s)", started.elapsed().as_secs_f64());

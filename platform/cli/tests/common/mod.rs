@@ -264,16 +264,15 @@ pub async fn deploy_bundle(s: &Serve, token: &str, app: &str, bundle: Vec<u8>) {
 /// Runs the `wasmkeep` CLI against `s`'s API with its saved login in
 /// `config`: whether it succeeded, its output and its errors.
 pub fn cli(s: &Serve, config: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmkeep"))
-        .args(args)
-        .env("WASMKEEP_API", &s.api)
-        .env("WASMKEEP_CONFIG_DIR", config)
-        .env_remove("WASMKEEP_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmkeep"));
+    command.args(args).env("WASMKEEP_API", &s.api).env("WASMKEEP_CONFIG_DIR", config).env_remove("WASMKEEP_TOKEN");
+    run_cli(command, args, stdin)
+}
+
+/// Runs a CLI `command` (of `args`) with `stdin` as its input: whether it
+/// succeeded, its output and its errors (shown in the test's own output).
+pub fn run_cli(mut command: Command, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
     if let Some(text) = stdin {
         input.write_all(text.as_bytes()).unwrap();
@@ -282,6 +281,6 @@ pub fn cli(s: &Serve, config: &Path, args: &[&str], stdin: Option<&str>) -> (boo
     let out = child.wait_with_output().unwrap();
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-    eprintln!("wasmkeep {}: {stderr}", args.join(" "));
+    eprintln!("$ wasmkeep {}\n{stderr}{stdout}", args.join(" "));
     (out.status.success(), stdout, stderr)
 }
