@@ -128,7 +128,7 @@ async fn admit_event(
     let version = app.active().ok_or(Refusal::NoSuchClass)?;
     let class = version.class(&envelope.target.class).cloned();
     let values = app.values();
-    let missing_value = version.required_values.iter().find(|v| !values.contains_key(*v));
+    let missing_value = version.missing_value(&values);
     let wake = before_store(Before {
         now: Instant::now(),
         deadline: envelope.deadline,
@@ -138,7 +138,7 @@ async fn admit_event(
             None => Name::Raw(&envelope.target),
         },
         outside: envelope.origin.is_outside(),
-        missing_value: missing_value.map(String::as_str),
+        missing_value,
         may_create: kind.may_create(),
     })?;
     if residence.name.is_none() {

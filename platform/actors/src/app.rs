@@ -35,6 +35,12 @@ impl<A: ActorHost, F: GuestHost> Version<A, F> {
     pub fn class(&self, name: &str) -> Option<&Arc<Class<A>>> {
         self.classes.get(name)
     }
+
+    /// The first value this version requires that `values` lacks: while
+    /// there is one, neither its actors nor its front run (DESIGN §3.2).
+    pub fn missing_value(&self, values: &BTreeMap<String, String>) -> Option<&str> {
+        self.required_values.iter().find(|v| !values.contains_key(*v)).map(String::as_str)
+    }
 }
 
 /// One app of one tenant.

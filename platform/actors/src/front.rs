@@ -83,8 +83,8 @@ impl Node {
         let version = entry.active().ok_or(FrontError::NoFront)?;
         let front = version.front.clone().ok_or(FrontError::NoFront)?;
         let values = entry.values();
-        if let Some(missing) = version.required_values.iter().find(|v| !values.contains_key(*v)) {
-            return Err(FrontError::ValueMissing(missing.clone()));
+        if let Some(missing) = version.missing_value(&values) {
+            return Err(FrontError::ValueMissing(missing.to_owned()));
         }
         let limits = node.limits_for(app);
         let slot = node.front_slot(app, limits.front_slot_wait()).await?;
