@@ -221,6 +221,10 @@ mod tests {
             name: Some(Arc::from("c1")),
         };
         tracing::subscriber::with_default(subscriber, || {
+            // Another test's thread may have registered the record's call
+            // site, with no subscriber, while this one was being set:
+            // its cached interest ("never") is asked again.
+            tracing::callsite::rebuild_interest_cache();
             logs.line(
                 &who,
                 Stream::Stderr,
