@@ -76,17 +76,26 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The machine, set up once: the CLI copied to its `bin/` (what `cargo
-/// install --path platform/cli` puts on the PATH), the Rust SDK packaged
+/// The machine, set up once: the CLI installed by `cargo install --path
+/// platform/cli` into its `bin/` (on the PATH), the Rust SDK packaged
 /// and unpacked as cargo would fetch it, the TypeScript SDK packed.
 fn machine() -> &'static Machine {
     static MACHINE: OnceLock<Machine> = OnceLock::new();
     MACHINE.get_or_init(|| {
         let home = tempfile::Builder::new().prefix("wasmkeep-newcomer-").tempdir().unwrap();
         assert!(!home.path().starts_with(repo().canonicalize().unwrap()), "the machine is outside the checkout");
-        let bin = home.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_wasmkeep"), bin.join("wasmkeep")).unwrap();
+        // The CLI installed as the README says. `--debug`, `--offline` and
+        // this run's target directory make it the binary this test run
+        // built (cargo finds it fresh and copies it; a release build would
+        // compile everything again), installed by cargo into `bin/`.
+        let built = PathBuf::from(env!("CARGO_BIN_EXE_wasmkeep"));
+        let target_dir = built.parent().and_then(Path::parent).unwrap();
+        run(Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["install", "--path", "platform/cli", "--locked", "--debug", "--offline", "--quiet", "--root"])
+            .arg(home.path())
+            .env("CARGO_TARGET_DIR", target_dir)
+            .current_dir(repo()));
+        assert!(home.path().join("bin/wasmkeep").is_file(), "cargo install put wasmkeep in bin/");
         let sdk = home.path().join("sdk");
         std::fs::create_dir_all(&sdk).unwrap();
         // The crate as `cargo publish` would upload it: its WIT inside.

@@ -468,7 +468,18 @@ async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     assert_eq!(status, 200, "{shown}");
     assert_eq!(shown["headers"], json!(["authorization"]));
     assert!(!shown.to_string().contains("alpha-secret"), "{shown}");
-    assert_eq!(set(beta.clone(), beta_collector.endpoint(), "beta-secret").await.0, 200);
+    // beta sets its own through the CLI, as the docs show.
+    let beta_cli = tempfile::tempdir().unwrap();
+    let endpoint = beta_collector.endpoint();
+    let beta_args = |args: &[&'static str]| -> Vec<String> {
+        args.iter().map(|a| a.to_string()).chain(["--token".into(), beta.clone()]).collect()
+    };
+    let mut args = beta_args(&["telemetry", "set"]);
+    args.extend([endpoint.clone(), "--header".into(), "authorization=Bearer beta-secret".into()]);
+    let (ok, out, err) = cli(&s, beta_cli.path(), &strs(&args), None);
+    assert!(ok, "{err}");
+    assert!(out.starts_with(&format!("{endpoint}\theaders authorization\tspans exported 0")), "{out}");
+    assert!(!out.contains("beta-secret"), "{out}");
     let (status, shown) = s.api("GET", "/v1/telemetry", Some(&alpha), None).await;
     assert_eq!((status, shown["endpoint"].as_str()), (200, Some(alpha_collector.endpoint().as_str())));
     assert!(!shown.to_string().contains("alpha-secret"));
@@ -509,6 +520,14 @@ async fn a_tenants_own_endpoint_gets_its_spans_and_no_one_elses() {
     assert!(has_event(&operator.trace(later, has_event).await));
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(alpha_collector.spans().len(), before, "nothing after the removal");
+    // beta's shown, then removed, through the CLI.
+    let (ok, out, _) = cli(&s, beta_cli.path(), &strs(&beta_args(&["telemetry", "show", "--json"])), None);
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && shown["endpoint"] == endpoint.as_str() && shown["spans"]["exported"].as_u64() >= Some(1), "{out}");
+    let (ok, _, err) = cli(&s, beta_cli.path(), &strs(&beta_args(&["telemetry", "rm"])), None);
+    assert!(ok && err.contains("no longer sent"), "{err}");
+    let (ok, _, err) = cli(&s, beta_cli.path(), &strs(&beta_args(&["telemetry", "show"])), None);
+    assert!(!ok && err.contains("no trace export is set"), "{err}");
     // A read token cannot set one.
     let (status, token) = s.api("POST", "/v1/tokens", Some(&beta), Some(json!({"scope": "read"}))).await;
     assert_eq!(status, 201, "{token}");
@@ -560,4 +579,8 @@ async fn an_unknown_otlp_protocol_is_one_line() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.lines().count() == 1 && err.contains("http/protobuf or grpc"), "{err}");
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
