@@ -44,7 +44,9 @@ async fn a_counter_through_two_nodes_over_quic_counts_in_order_on_one_owner() {
     let trap = Request { method: "GET".into(), path: "/trap-after-write".into(), headers: vec![], body: vec![] };
     let target = RawAddress::split("probe/c").unwrap();
     let e = m[0].node.request_to(app, target, Origin::Outside, trap).await.unwrap_err();
-    assert_eq!(e, wasmkeep_core::EventError::Trapped);
+    // Its text is the tenant's, as the owner logged it: the panic's.
+    let wasmkeep_core::EventError::Trapped(why) = &e else { panic!("{e:?}") };
+    assert!(why.starts_with("trapped: panicked at ") && why.contains("the probe traps on purpose"), "{why}");
     assert_eq!(count(&m[0], app, "c").await, 11);
 }
 

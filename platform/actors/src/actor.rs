@@ -12,7 +12,7 @@ use wasmkeep_core::response::check as check_response;
 use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
 };
-use wasmkeep_runtime::{EventAnswer, EventFailure, GuestEvent, GuestLabel};
+use wasmkeep_runtime::{EventAnswer, GuestEvent, GuestLabel};
 use wasmkeep_storage::{Create, StoreError, Wake, WriteMark};
 use wasmkeep_telemetry::traces::{self, TARGET};
 
@@ -167,8 +167,12 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
             request.headers.extend(head::guest_head(&envelope));
             let answer = run(GuestEvent::Request(request)).await.and_then(|a| match a {
                 EventAnswer::Response(response) => Ok(response),
-                // A request is answered with a response; anything else is a host bug.
-                other => Err(from_failure(EventFailure::Trap(format!("a request answered {other:?}")))),
+                // A request is answered with a response; anything else is a
+                // host bug, not the guest's to be told of.
+                other => {
+                    tracing::error!("a request was answered {other:?}");
+                    Err(EventError::Trapped(String::new()))
+                }
             });
             match &answer {
                 Ok(response) => {

@@ -60,6 +60,8 @@ pub struct App<A: ActorHost, F: GuestHost> {
     pub egress_counts: Arc<wasmkeep_runtime::EgressCounts>,
     /// What its actors store.
     pub stored: Arc<crate::usage::StoredBytes>,
+    /// The refusals its tenant's tail is told of.
+    pub(crate) refusals_told: std::sync::Mutex<wasmkeep_core::quota::RefusalsTold>,
     active: RwLock<Option<Arc<Version<A, F>>>>,
     values: RwLock<Arc<BTreeMap<String, String>>>,
 }
@@ -79,6 +81,7 @@ impl<A: ActorHost, F: GuestHost> App<A, F> {
             egress_counts,
             usage: Default::default(),
             stored: Default::default(),
+            refusals_told: Default::default(),
             label,
             reference: Arc::new(reference),
             active: RwLock::new(None),

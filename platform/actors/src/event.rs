@@ -53,7 +53,7 @@ impl EventKind {
 pub(crate) fn from_failure(f: wasmkeep_runtime::EventFailure) -> EventError {
     match f {
         wasmkeep_runtime::EventFailure::Wall => EventError::Wall,
-        wasmkeep_runtime::EventFailure::Trap(_) => EventError::Trapped,
+        wasmkeep_runtime::EventFailure::Trap(why) => EventError::trapped(&why),
         wasmkeep_runtime::EventFailure::NoMemory => EventError::Refused(wasmkeep_core::Refusal::Capacity),
     }
 }

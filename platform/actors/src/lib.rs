@@ -19,6 +19,7 @@ mod router;
 mod sockets;
 mod usage;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -318,18 +319,44 @@ impl NodeInner {
     }
 
     /// A refusal of an event of `envelope`'s, as a `failure` record in its
-    /// tenant's tail (bounded as the guest's own lines are).
+    /// tenant's tail.
     pub(crate) fn tail_refusal(&self, envelope: &wasmkeep_core::Envelope, refusal: &Refusal) {
-        let app = &envelope.app;
+        let target = &envelope.target;
+        let actor = (target.class.as_str(), String::from_utf8_lossy(&target.name));
+        self.tail_refusal_of(&envelope.app, Some(actor), refusal, &envelope.trace);
+    }
+
+    /// A refusal of `app`'s event or request (of an actor, or of the app
+    /// before it reached one), as a `failure` record in its tenant's tail,
+    /// in the refused request's trace: one a second for the app, saying
+    /// how many went untold before it, so that a client flooding past a
+    /// quota floods neither the tail nor the app's share of its lines.
+    fn tail_refusal_of(
+        &self,
+        app: &AppRef,
+        actor: Option<(&str, Cow<'_, str>)>,
+        refusal: &Refusal,
+        trace: &TraceContext,
+    ) {
+        let told = {
+            let apps = self.apps.read().unwrap_or_else(|p| p.into_inner());
+            let Some(entry) = apps.get(app.id) else { return };
+            entry.refusals_told.lock().unwrap_or_else(|p| p.into_inner()).tell(Instant::now())
+        };
+        let Some(untold) = told else { return };
         let who = wasmkeep_telemetry::logs::GuestWho {
             tenant: app.tenant.as_str().into(),
             app: app.name.as_str().into(),
-            class: Some(envelope.target.class.as_str().into()),
-            name: Some(String::from_utf8_lossy(&envelope.target.name).into()),
+            class: actor.as_ref().map(|(class, _)| (*class).into()),
+            name: actor.map(|(_, name)| name.into()),
         };
-        let line = format!("refused: {refusal}");
+        let more = match untold {
+            0 => String::new(),
+            n => format!(" ({n} more refused since the last record)"),
+        };
+        let line = format!("refused: {refusal}{more}");
         let stream = wasmkeep_telemetry::logs::Stream::Failure;
-        self.logs.line(&who, stream, line.as_bytes(), envelope.trace.parent.as_deref());
+        self.logs.line(&who, stream, line.as_bytes(), trace.parent.as_deref());
     }
 
     /// The refusal of `tenant`'s event or request for `quota`, counted.
@@ -674,9 +701,10 @@ impl Node {
     }
 
     /// Takes one of the tenant's requests (the public port, once it routed
-    /// a request to the app): its requests-per-second quota, then its share
-    /// of the port's requests in flight, held by the answer's place.
-    pub fn admit_request(&self, app: &AppRef) -> Result<RequestPlace, Refusal> {
+    /// a request to the app): its requests-per-second quota (a refusal is
+    /// in the tenant's tail, in the request's `trace`), then its share of
+    /// the port's requests in flight, held by the answer's place.
+    pub fn admit_request(&self, app: &AppRef, trace: &TraceContext) -> Result<RequestPlace, Refusal> {
         let tenant = {
             let apps = self.0.apps.read().unwrap_or_else(|p| p.into_inner());
             if let Some(entry) = apps.get(app.id) {
@@ -686,7 +714,11 @@ impl Node {
             apps.tenant(&app.tenant)
         };
         let Some(tenant) = tenant else { return Ok(RequestPlace::unshared()) };
-        tenant.rates.request().map_err(|wait| self.0.over_quota(&tenant.id, Quota::Requests, wait))?;
+        tenant.rates.request().map_err(|wait| {
+            let refusal = self.0.over_quota(&tenant.id, Quota::Requests, wait);
+            self.0.tail_refusal_of(app, None, &refusal, trace);
+            refusal
+        })?;
         RequestPlace::take(&self.0, tenant).ok_or_else(|| {
             self.0.metrics.refusals.inc(RefusalReason::TenantBusy);
             Refusal::TenantBusy

@@ -1607,7 +1607,8 @@ async fn a_refused_first_upload_holds_no_app_and_the_cli_shows_the_account() {
 /// A tenant sees in its own tail why an event of its app failed: one
 /// `failure` record each for a panic (its message and place, and no
 /// stderr records of the panic's report), a wall cut, a memory limit and
-/// a quota's refusal, each with the trace id of the request that ran it.
+/// a quota's refusal (at an actor's admission, or of the app's requests
+/// before any guest), each with the trace id of the request that ran it.
 #[tokio::test]
 async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     let (data, conf) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -1647,6 +1648,25 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
         }
     }
     assert!(refused, "the free plan's events per second were never exceeded");
+    // The app asked faster than the plan's requests per second (refused
+    // before any front or actor), a second later: one record a second,
+    // whatever the flood, the next saying how many went untold.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let until_refused = |trace: &'static str| async move {
+        for _ in 0..500 {
+            if traced("/nothing-here", trace).await == 429 {
+                return;
+            }
+        }
+        panic!("the free plan's requests per second were never exceeded");
+    };
+    let (rps, rps_later) = ("4af7651916cd43dd8448eb211c80319c", "5af7651916cd43dd8448eb211c80319c");
+    until_refused(rps).await;
+    for _ in 0..20 {
+        assert_eq!(traced("/nothing-here", rps).await, 429);
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    until_refused(rps_later).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (status, text) = s.api_raw("GET", "/v1/apps/p/logs", Some(&token), None).await;
     assert_eq!(status, 200, "{text}");
@@ -1667,6 +1687,12 @@ async fn a_tenant_sees_its_failures_in_its_tail_with_their_trace() {
     let line = failure(memory);
     assert!(line.starts_with("out of memory (the instance's limit is 32 MiB): memory allocation of"), "{line}");
     assert!(failure(quota).starts_with("refused: over the plan's events_per_second_per_actor quota"), "{records:#?}");
+    let line = failure(rps);
+    assert!(line.starts_with("refused: over the plan's requests_per_second quota") && !line.contains("more"), "{line}");
+    let line = failure(rps_later);
+    assert!(line.ends_with(" (20 more refused since the last record)"), "{line}");
+    let of_rps: Vec<&Value> = records.iter().filter(|r| r["trace_id"].as_str() == Some(rps)).collect();
+    assert!(of_rps.iter().all(|r| r["class"].is_null() && r["name"].is_null()), "the app's, no actor's: {of_rps:#?}");
     // The operator's log has its own line for each; written to a pipe, it
     // has no colour codes.
     let log = s.log.lock().unwrap().clone();

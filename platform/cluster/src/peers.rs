@@ -132,7 +132,7 @@ fn host_error<B>(owner: &str, answer: &http::Response<B>) -> Result<(), HopFailu
         Some(Ok(error)) => HopFailure::Answer(error),
         _ => {
             tracing::warn!(%owner, "a peer answered an error this node cannot read");
-            HopFailure::Answer(EventError::Trapped)
+            HopFailure::Answer(EventError::Trapped(String::new()))
         }
     })
 }

@@ -27,30 +27,32 @@
 //! which HTTP does not keep), and the text `-` itself is `%2D`. A text is
 //! at most [`TEXT_MAX`] bytes decoded: a longer one is cut by [`encode`] at
 //! a character boundary and ends with `…` (in practice only a store's
-//! error is ever that long; a value name is at most 128 bytes and a node
-//! id 63). The whole value is at most [`VALUE_MAX`] bytes.
+//! error or a trap's text is ever that long; a value name is at most
+//! 128 bytes and a node id 63). The whole value is at most [`VALUE_MAX`]
+//! bytes.
 //!
-//! | kind                | arguments                     | the error                                   |
-//! |---------------------|-------------------------------|---------------------------------------------|
-//! | `no_such_app`       |                               | `Refused(NoSuchApp)`                        |
-//! | `suspended`         |                               | `Refused(Suspended)`                        |
-//! | `no_such_class`     |                               | `Refused(NoSuchClass)`                      |
-//! | `invalid_name`      | `<name error word>`           | `Refused(InvalidName(_))`                   |
-//! | `internal`          |                               | `Refused(Internal)`                         |
-//! | `value_missing`     | `<text>` the value's name     | `Refused(ValueMissing(_))`                  |
-//! | `no_such_actor`     |                               | `Refused(NoSuchActor)`                      |
-//! | `overloaded`        |                               | `Refused(Overloaded)`                       |
-//! | `capacity`          |                               | `Refused(Capacity)`                         |
-//! | `deadline_passed`   |                               | `Refused(DeadlinePassed)`                   |
-//! | `quota`             | `<quota word> <number u32>`   | `Refused(Quota { quota, retry_after })`     |
-//! | `tenant_busy`       |                               | `Refused(TenantBusy)`                       |
-//! | `store_unavailable` | `<text>` for the log          | `Refused(StoreUnavailable(_))`              |
-//! | `elsewhere`         | `<text>` a node id            | `Refused(Elsewhere { owner })`              |
-//! | `trapped`           |                               | `Trapped`                                   |
-//! | `wall`              |                               | `Wall`                                      |
-//! | `invalid_response`  |                               | `InvalidResponse`                           |
-//! | `answer_too_large`  | `<number u64>` the body limit | `AnswerTooLarge(_)`                         |
-//! | `shutting_down`     |                               | `ShuttingDown`                              |
+//! | kind                | arguments                      | the error                               |
+//! |---------------------|--------------------------------|-----------------------------------------|
+//! | `no_such_app`       |                                | `Refused(NoSuchApp)`                    |
+//! | `suspended`         |                                | `Refused(Suspended)`                    |
+//! | `no_such_class`     |                                | `Refused(NoSuchClass)`                  |
+//! | `invalid_name`      | `<name error word>`            | `Refused(InvalidName(_))`               |
+//! | `internal`          |                                | `Refused(Internal)`                     |
+//! | `value_missing`     | `<text>` the value's name      | `Refused(ValueMissing(_))`              |
+//! | `no_such_actor`     |                                | `Refused(NoSuchActor)`                  |
+//! | `overloaded`        |                                | `Refused(Overloaded)`                   |
+//! | `capacity`          |                                | `Refused(Capacity)`                     |
+//! | `deadline_passed`   |                                | `Refused(DeadlinePassed)`               |
+//! | `quota`             | `<quota word> <number u32>`    | `Refused(Quota { quota, retry_after })` |
+//! | `tenant_busy`       |                                | `Refused(TenantBusy)`                   |
+//! | `store_unavailable` | `<text>` for the log           | `Refused(StoreUnavailable(_))`          |
+//! | `elsewhere`         | `<text>` a node id             | `Refused(Elsewhere { owner })`          |
+//! | `trapped`           |                                | `Trapped` with no text                  |
+//! | `trapped_because`   | `<text>` what its tenant reads | `Trapped(_)`                            |
+//! | `wall`              |                                | `Wall`                                  |
+//! | `invalid_response`  |                                | `InvalidResponse`                       |
+//! | `answer_too_large`  | `<number u64>` the body limit  | `AnswerTooLarge(_)`                     |
+//! | `shutting_down`     |                                | `ShuttingDown`                          |
 //!
 //! Quota words: `requests_per_second`, `events_per_second_per_actor`,
 //! `actor_creations_per_second`, `resident_actors`, `sockets`,
@@ -74,6 +76,9 @@
 //! or name error word is [`HopAnswerError::UnknownQuota`] or
 //! [`HopAnswerError::UnknownNameError`]. The caller takes any error of
 //! [`decode`] as a failure of the hop.
+//!
+//! `trapped_because` is such a newer form of `trapped`: a trap with its
+//! text. A trap with no text is still `trapped`, which every node reads.
 
 use std::borrow::Cow;
 
@@ -152,7 +157,9 @@ pub fn encode(error: &EventError) -> String {
             Refusal::StoreUnavailable(text) => vec![encode_text(text).into()],
             Refusal::Elsewhere { owner } => vec![encode_text(owner).into()],
         },
-        EventError::Trapped | EventError::Wall | EventError::InvalidResponse | EventError::ShuttingDown => vec![],
+        EventError::Trapped(why) if why.is_empty() => vec![],
+        EventError::Trapped(why) => vec![encode_text(why).into()],
+        EventError::Wall | EventError::InvalidResponse | EventError::ShuttingDown => vec![],
         EventError::AnswerTooLarge(limit) => vec![limit.to_string().into()],
     };
     let mut value = kind.to_owned();
@@ -230,7 +237,11 @@ pub fn decode(value: &str) -> Result<EventError, HopAnswerError> {
             }
             refused(Refusal::Elsewhere { owner })
         }
-        "trapped" => arity(0).and(Ok(EventError::Trapped)),
+        "trapped" => arity(0).and(Ok(EventError::Trapped(String::new()))),
+        "trapped_because" => {
+            arity(1)?;
+            Ok(EventError::Trapped(decode_text(kind, args[0])?))
+        }
         "wall" => arity(0).and(Ok(EventError::Wall)),
         "invalid_response" => arity(0).and(Ok(EventError::InvalidResponse)),
         "answer_too_large" => {
@@ -244,7 +255,7 @@ pub fn decode(value: &str) -> Result<EventError, HopAnswerError> {
 }
 
 /// Every kind [`decode`] reads.
-const KINDS: [&str; 19] = [
+const KINDS: [&str; 20] = [
     "no_such_app",
     "suspended",
     "no_such_class",
@@ -260,6 +271,7 @@ const KINDS: [&str; 19] = [
     "store_unavailable",
     "elsewhere",
     "trapped",
+    "trapped_because",
     "wall",
     "invalid_response",
     "answer_too_large",
@@ -285,7 +297,8 @@ fn kind(error: &EventError) -> &'static str {
             Refusal::StoreUnavailable(_) => "store_unavailable",
             Refusal::Elsewhere { .. } => "elsewhere",
         },
-        EventError::Trapped => "trapped",
+        EventError::Trapped(why) if why.is_empty() => "trapped",
+        EventError::Trapped(_) => "trapped_because",
         EventError::Wall => "wall",
         EventError::InvalidResponse => "invalid_response",
         EventError::AnswerTooLarge(_) => "answer_too_large",
@@ -348,17 +361,21 @@ fn is_kind(s: &str) -> bool {
 
 /// `text`, at most [`TEXT_MAX`] bytes (cut at a character boundary, ending
 /// with [`CUT`]), percent-encoded; `-` when empty.
+/// `text`, or its first [`TEXT_MAX`] bytes ending with `…` (cut at a
+/// character boundary).
+pub(crate) fn cut(text: &str) -> Cow<'_, str> {
+    if text.len() <= TEXT_MAX {
+        return text.into();
+    }
+    let mut end = TEXT_MAX - CUT.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT}", &text[..end]).into()
+}
+
 fn encode_text(text: &str) -> String {
-    let text: Cow<'_, str> = if text.len() <= TEXT_MAX {
-        text.into()
-    } else {
-        let mut end = TEXT_MAX - CUT.len_utf8();
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}{CUT}", &text[..end]).into()
-    };
-    match &*text {
+    match &*cut(text) {
         "" => EMPTY_TEXT.to_owned(),
         EMPTY_TEXT => "%2D".to_owned(),
         text => names::encode(text),

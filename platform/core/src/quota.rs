@@ -2,7 +2,7 @@
 //! the arithmetic of their answers. The buckets themselves are the
 //! scheduler's; what a plan grants is `plan`'s.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One quota of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,6 +115,31 @@ pub fn retry_after_secs(wait: Duration) -> u32 {
     u32::try_from(secs).unwrap_or(u32::MAX).max(1)
 }
 
+/// How often an app's tail is told of refusals: a client flooding past
+/// its tenant's quota fills neither the tail nor the app's share of it.
+pub const REFUSALS_TOLD_EVERY: Duration = Duration::from_secs(1);
+
+/// The refusals of one app its tail is told of: at most one a
+/// [`REFUSALS_TOLD_EVERY`]; the others are counted into the next.
+#[derive(Debug, Default)]
+pub struct RefusalsTold {
+    last: Option<Instant>,
+    untold: u64,
+}
+
+impl RefusalsTold {
+    /// Whether a refusal at `now` is told: `Some(refusals untold since
+    /// the last told)`, or `None` (counted).
+    pub fn tell(&mut self, now: Instant) -> Option<u64> {
+        if self.last.is_some_and(|last| now.saturating_duration_since(last) < REFUSALS_TOLD_EVERY) {
+            self.untold += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.untold))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +202,19 @@ mod tests {
         assert_eq!(Quota::ActorStorage.status(), 507);
         assert!(Quota::Sockets.passes() && !Quota::TenantStorage.passes());
         assert_eq!((Quota::Actors.label(), Quota::Actors.status(), Quota::Actors.passes()), ("actors", 507, false));
+    }
+
+    #[test]
+    fn refusals_are_told_once_a_second_with_those_untold_between() {
+        let (mut told, t0) = (RefusalsTold::default(), Instant::now());
+        assert_eq!(told.tell(t0), Some(0));
+        for ms in [1, 500, 999] {
+            assert_eq!(told.tell(t0 + Duration::from_millis(ms)), None);
+        }
+        assert_eq!(told.tell(t0 + Duration::from_millis(1000)), Some(3));
+        assert_eq!(told.tell(t0 + Duration::from_millis(1500)), None);
+        assert_eq!(told.tell(t0 + Duration::from_secs(60)), Some(1));
+        // A clock read out of order is never a reason to tell twice.
+        assert_eq!(told.tell(t0), None);
     }
 }

@@ -4,6 +4,8 @@
 //! what a call sees, and how a socket closes. The public port, a call's
 //! error and a socket's close are thin renderers of [`Answer`].
 
+use std::borrow::Cow;
+
 use crate::close::{self, Close};
 use crate::metric_labels::EventOutcome;
 use crate::names::NameError;
@@ -124,9 +126,11 @@ pub enum EventError {
     /// Admission refused it; the refusal says why.
     #[error(transparent)]
     Refused(#[from] Refusal),
-    /// The guest trapped; its writes were rolled back.
+    /// The guest trapped; its writes were rolled back. The text is what
+    /// its tenant reads of it (the trap, a panic's message; empty when
+    /// unknown): a calling guest's reason, never an HTTP client's body.
     #[error("the actor failed")]
-    Trapped,
+    Trapped(String),
     /// The event ran past its wall and was cut; its writes were rolled back.
     #[error("the actor's event ran past its wall")]
     Wall,
@@ -159,7 +163,7 @@ impl From<&EventError> for EventOutcome {
     fn from(e: &EventError) -> Self {
         match e {
             EventError::Refused(r) => Self::Refused(r.reason()),
-            EventError::Trapped => Self::Failed(EventFault::Trapped),
+            EventError::Trapped(_) => Self::Failed(EventFault::Trapped),
             EventError::Wall => Self::Failed(EventFault::Wall),
             EventError::InvalidResponse => Self::Failed(EventFault::InvalidResponse),
             EventError::AnswerTooLarge(_) => Self::Failed(EventFault::AnswerTooLarge),
@@ -169,6 +173,13 @@ impl From<&EventError> for EventOutcome {
 }
 
 impl EventError {
+    /// A trap, its tenant's text of it cut to what a hop carries
+    /// ([`hop_answer::TEXT_MAX`](crate::hop_answer::TEXT_MAX) bytes): a
+    /// call fails with the same reason on any node.
+    pub fn trapped(why: &str) -> Self {
+        Self::Trapped(crate::hop_answer::cut(why).into_owned())
+    }
+
     /// Its name, for a span's status and the like: never a detail.
     pub fn label(&self) -> &'static str {
         EventOutcome::from(self).as_str()
@@ -263,12 +274,12 @@ impl From<Refusal> for Failure {
 }
 
 /// What a call sees of a callee's failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AsCall {
     /// The answer's status and text, as HTTP would have them.
     Respond,
     /// `failed`, with a reason for the calling guest.
-    Failed(&'static str),
+    Failed(Cow<'static, str>),
     /// `too-large`.
     TooLarge,
     /// `timeout`.
@@ -347,7 +358,7 @@ impl Failure {
                 Refusal::DeadlinePassed => (504, None),
                 Refusal::Quota { quota, retry_after } => (quota.status(), quota.passes().then_some(*retry_after)),
             },
-            Self::Event(EventError::Trapped | EventError::InvalidResponse | EventError::AnswerTooLarge(_)) => {
+            Self::Event(EventError::Trapped(_) | EventError::InvalidResponse | EventError::AnswerTooLarge(_)) => {
                 (500, None)
             }
             Self::Event(EventError::Wall) => (504, None),
@@ -375,13 +386,16 @@ impl Failure {
         match self {
             Self::Event(EventError::AnswerTooLarge(_)) => AsCall::TooLarge,
             Self::Event(EventError::Refused(Refusal::DeadlinePassed)) => AsCall::Timeout,
-            Self::Event(EventError::Refused(Refusal::Overloaded)) => AsCall::Failed("callee overloaded"),
-            Self::Event(EventError::Trapped) => AsCall::Failed("the callee failed"),
-            Self::Event(EventError::Wall) => AsCall::Failed("the callee's event ran past its wall"),
-            Self::Event(EventError::InvalidResponse) => AsCall::Failed("the callee answered an invalid response"),
-            Self::Event(EventError::ShuttingDown) => AsCall::Failed("the node is shutting down"),
+            Self::Event(EventError::Refused(Refusal::Overloaded)) => AsCall::Failed("callee overloaded".into()),
+            Self::Event(EventError::Trapped(why)) if why.is_empty() => AsCall::Failed("the callee failed".into()),
+            Self::Event(EventError::Trapped(why)) => AsCall::Failed(format!("the callee failed: {why}").into()),
+            Self::Event(EventError::Wall) => AsCall::Failed("the callee's event ran past its wall".into()),
+            Self::Event(EventError::InvalidResponse) => {
+                AsCall::Failed("the callee answered an invalid response".into())
+            }
+            Self::Event(EventError::ShuttingDown) => AsCall::Failed("the node is shutting down".into()),
             Self::Event(EventError::Refused(Refusal::Elsewhere { .. })) => {
-                AsCall::Failed("callee unavailable: it is moving between nodes")
+                AsCall::Failed("callee unavailable: it is moving between nodes".into())
             }
             _ => AsCall::Respond,
         }
@@ -429,7 +443,7 @@ mod tests {
             Refusal::Elsewhere { owner: "node-b".into() },
         ];
         let events = [
-            EventError::Trapped,
+            EventError::Trapped(String::new()),
             EventError::Wall,
             EventError::InvalidResponse,
             EventError::AnswerTooLarge(16),
@@ -537,14 +551,26 @@ mod tests {
         let call = |f: Failure| f.answer().as_call;
         assert_eq!(call(EventError::AnswerTooLarge(1).into()), AsCall::TooLarge);
         assert_eq!(call(Refusal::DeadlinePassed.into()), AsCall::Timeout);
-        assert_eq!(call(Refusal::Overloaded.into()), AsCall::Failed("callee overloaded"));
-        assert_eq!(call(EventError::Trapped.into()), AsCall::Failed("the callee failed"));
-        assert_eq!(call(EventError::Wall.into()), AsCall::Failed("the callee's event ran past its wall"));
-        assert_eq!(call(EventError::InvalidResponse.into()), AsCall::Failed("the callee answered an invalid response"));
-        assert_eq!(call(EventError::ShuttingDown.into()), AsCall::Failed("the node is shutting down"));
+        let failed = |why: &'static str| AsCall::Failed(why.into());
+        assert_eq!(call(Refusal::Overloaded.into()), failed("callee overloaded"));
+        assert_eq!(call(EventError::Trapped(String::new()).into()), failed("the callee failed"));
+        let panicked = EventError::trapped("trapped: panicked at src/lib.rs:3:5: no such item");
+        assert_eq!(
+            call(panicked.into()),
+            failed("the callee failed: trapped: panicked at src/lib.rs:3:5: no such item")
+        );
+        // A long text is cut to what a hop carries, so that a call fails
+        // with the same reason whichever node ran its callee.
+        let long = EventError::trapped(&format!("trapped: {}", "é".repeat(600)));
+        let EventError::Trapped(why) = &long else { unreachable!() };
+        assert!(why.len() <= crate::hop_answer::TEXT_MAX && why.ends_with('…'), "{why}");
+        assert_eq!(crate::hop_answer::decode(&crate::hop_answer::encode(&long)), Ok(long));
+        assert_eq!(call(EventError::Wall.into()), failed("the callee's event ran past its wall"));
+        assert_eq!(call(EventError::InvalidResponse.into()), failed("the callee answered an invalid response"));
+        assert_eq!(call(EventError::ShuttingDown.into()), failed("the node is shutting down"));
         assert_eq!(
             call(Refusal::Elsewhere { owner: "node-b".into() }.into()),
-            AsCall::Failed("callee unavailable: it is moving between nodes")
+            AsCall::Failed("callee unavailable: it is moving between nodes".into())
         );
         for r in [Refusal::NoSuchClass, Refusal::NoSuchActor, Refusal::Internal, Refusal::Capacity] {
             assert_eq!(call(r.into()), AsCall::Respond);
@@ -562,7 +588,12 @@ mod tests {
         // An actor owned elsewhere leaves the socket as it is: a socket's
         // events never travel between nodes.
         let elsewhere = Failure::from(Refusal::Elsewhere { owner: "node-b".into() });
-        for f in [EventError::Trapped.into(), EventError::Wall.into(), Failure::from(Refusal::Capacity), elsewhere] {
+        for f in [
+            EventError::Trapped(String::new()).into(),
+            EventError::Wall.into(),
+            Failure::from(Refusal::Capacity),
+            elsewhere,
+        ] {
             assert_eq!(close(f), None);
         }
     }

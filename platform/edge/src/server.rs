@@ -122,7 +122,7 @@ impl PublicPort {
         let app = self.routing.app_for(&parts, &self.node)?;
         request_span::routed(span, &app);
         // The tenant's place among its requests, held until the answer.
-        let request_place = self.node.admit_request(&app)?;
+        let request_place = self.node.admit_request(&app, &trace)?;
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {
                 let request = http::Request::from_parts(parts, incoming);

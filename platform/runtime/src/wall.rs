@@ -59,11 +59,13 @@ pub(crate) fn timer(ends: Instant) -> tokio::time::Instant {
     tokio::time::Instant::from_std(ends + crate::TICK * 2)
 }
 
-/// Why an event or a front request produced no answer. The text is for
-/// the node's log only.
+/// Why an event or a front request produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventFailure {
-    /// The guest trapped (a panic, a memory bomb, a host refusal).
+    /// The guest trapped (a panic, a memory bomb, a host refusal): why, on
+    /// one line. Once [`logged`](Self::logged), as its tenant reads it in
+    /// its tail (a panic's message and place, out of memory), which is
+    /// what its caller is told.
     Trap(String),
     /// The guest ran past its wall and was cut.
     Wall,
@@ -84,13 +86,17 @@ impl EventFailure {
     }
 
     /// Logs this failure of the store's guest, as one line with its
-    /// output, where it happens; returns it.
+    /// output, where it happens; returns it, a trap with its tenant's text.
     pub(crate) fn logged<H>(self, store: &Store<GuestState<H>>) -> Self {
-        self.log(store);
-        self
+        let told = self.log(store);
+        match self {
+            Self::Trap(_) => Self::Trap(told),
+            other => other,
+        }
     }
 
-    fn log<H>(&self, store: &Store<GuestState<H>>) {
+    /// Logs it, to the node and to its tenant's tail; the tenant's line.
+    fn log<H>(&self, store: &Store<GuestState<H>>) -> String {
         let data = store.data();
         let (kind, detail) = match self {
             Self::Wall => (crate::guest_log::FailureKind::Wall, ""),
@@ -107,8 +113,10 @@ impl EventFailure {
             false => format!("the instance's limit is {} MiB", memory.limit() >> 20),
         });
         // The tenant's record of it, in its tail, with the event's trace.
-        data.output.fail(&crate::guest_log::tenant_line(kind, detail, output.as_deref(), out_of_memory.as_deref()));
+        let told = crate::guest_log::tenant_line(kind, detail, output.as_deref(), out_of_memory.as_deref());
+        data.output.fail(&told);
         crate::guest_log::failure(&data.label, kind, detail, output);
+        told
     }
 }
 

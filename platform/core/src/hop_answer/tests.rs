@@ -22,7 +22,7 @@ fn covers<T: std::fmt::Debug>(samples: &[T], count: usize, index: impl Fn(&T) ->
     assert!(missing.is_empty(), "no sample of the variants numbered {missing:?}");
 }
 
-const EVENT_ERRORS: usize = 19;
+const EVENT_ERRORS: usize = 20;
 
 fn event_error_index(e: &EventError) -> usize {
     match e {
@@ -42,7 +42,8 @@ fn event_error_index(e: &EventError) -> usize {
             Refusal::StoreUnavailable(_) => 12,
             Refusal::Elsewhere { .. } => 13,
         },
-        EventError::Trapped => 14,
+        EventError::Trapped(why) if why.is_empty() => 14,
+        EventError::Trapped(_) => 19,
         EventError::Wall => 15,
         EventError::InvalidResponse => 16,
         EventError::AnswerTooLarge(_) => 17,
@@ -150,10 +151,11 @@ fn every_event_error() -> Vec<EventError> {
     }
     for text in texts() {
         all.push(Refusal::ValueMissing(text.clone()).into());
-        all.push(Refusal::StoreUnavailable(text).into());
+        all.push(Refusal::StoreUnavailable(text.clone()).into());
+        all.push(EventError::Trapped(text));
     }
     all.extend([
-        EventError::Trapped,
+        EventError::Trapped(String::new()),
         EventError::Wall,
         EventError::InvalidResponse,
         EventError::AnswerTooLarge(0),
@@ -235,7 +237,8 @@ fn the_values_are_the_grammars() {
         (Refusal::TenantBusy.into(), "tenant_busy"),
         (Refusal::StoreUnavailable("disk I/O error".into()).into(), "store_unavailable disk%20I%2FO%20error"),
         (Refusal::Elsewhere { owner: "node-b".into() }.into(), "elsewhere node-b"),
-        (EventError::Trapped, "trapped"),
+        (EventError::Trapped(String::new()), "trapped"),
+        (EventError::Trapped("panicked at boom".into()), "trapped_because panicked%20at%20boom"),
         (EventError::Wall, "wall"),
         (EventError::InvalidResponse, "invalid_response"),
         (EventError::AnswerTooLarge(10_485_760), "answer_too_large 10485760"),
@@ -343,6 +346,8 @@ fn a_malformed_value_says_what_is_wrong() {
         ("tr@pped x", E::BadKind("tr@pped".into())),
         (&long_kind, E::BadKind(long_kind.clone())),
         ("trapped now", E::Arity { kind: "trapped", expected: 0, found: 1 }),
+        ("trapped_because", E::Arity { kind: "trapped_because", expected: 1, found: 0 }),
+        ("trapped_because a b", E::Arity { kind: "trapped_because", expected: 1, found: 2 }),
         ("elsewhere", E::Arity { kind: "elsewhere", expected: 1, found: 0 }),
         ("elsewhere a b", E::Arity { kind: "elsewhere", expected: 1, found: 2 }),
         ("quota requests_per_second", E::Arity { kind: "quota", expected: 2, found: 1 }),
@@ -428,7 +433,8 @@ fn the_status_is_the_clients() {
         (Refusal::TenantBusy.into(), 503),
         (Refusal::StoreUnavailable("x".into()).into(), 503),
         (Refusal::Elsewhere { owner: "node-b".into() }.into(), 503),
-        (EventError::Trapped, 500),
+        (EventError::Trapped(String::new()), 500),
+        (EventError::Trapped("panicked at boom".into()), 500),
         (EventError::Wall, 504),
         (EventError::InvalidResponse, 500),
         (EventError::AnswerTooLarge(1), 500),
