@@ -1,4 +1,5 @@
-//! Admission (DESIGN §3.3): every rule with its exact status, and its order.
+//! Admission (docs/spec/actors-and-admission.md §5): every rule with its
+//! exact status, and its order.
 
 use wasmkeep_actors::{EventError, Request, VersionSpec};
 use wasmkeep_core::{Access, Caller, Chain, NameError, Origin, RawAddress, Refusal};

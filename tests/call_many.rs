@@ -1,6 +1,6 @@
-//! `calls.call-many` from an actor (seed 0025): batch bounds, bodies each
-//! way, order, concurrency, duplicates, per-entry errors, one deadline,
-//! chains and sibling cycles.
+//! `calls.call-many` from an actor (docs/spec/calls.md §7–§11): batch
+//! bounds, bodies each way, order, concurrency, duplicates, per-entry
+//! errors, one deadline, chains and sibling cycles.
 
 use std::time::Duration;
 

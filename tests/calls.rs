@@ -1,6 +1,6 @@
-//! `actors.call` between actors of one node (DESIGN §3.7): the checks and
-//! their errors, the host's headers, inside admission, deadlines, bounds,
-//! and the output gate.
+//! `actors.call` between actors of one node (docs/spec/calls.md §1–§6): the
+//! checks and their errors, the host's headers, inside admission,
+//! deadlines, bounds, and the output gate.
 
 use std::time::{Duration, Instant};
 

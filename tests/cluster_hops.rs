@@ -1,8 +1,9 @@
 //! Nodes of a cluster in this process (`wasmkeep_tests::cluster`). A
 //! counter is incremented through both; hops that are not signed, are
 //! replayed, or carry a forged head are refused on the cluster port;
-//! sockets opened on any node live on their actor's owner, relayed (seed
-//! 0027), and forged relays are refused or served as outside upgrades.
+//! sockets opened on any node live on their actor's owner, relayed
+//! (docs/spec/sockets.md §15), and forged relays are refused or served as
+//! outside upgrades.
 
 use std::time::Duration;
 
@@ -102,7 +103,7 @@ async fn the_cluster_port_believes_only_signed_fresh_unspent_hops() {
     marked.insert("x-wasmkeep-upgrade", "websocket".parse().unwrap());
     assert_eq!(hop(a, b, "b", marked, "/count").await.0, 403);
     // A relay's signature (the mark signed) on a request that is not an
-    // upgrade: never read as a call (seed 0027).
+    // upgrade: never read as a call (docs/spec/sockets.md §15).
     let mut relay = call_head("t/app");
     relay.insert("x-wasmkeep-upgrade", "websocket".parse().unwrap());
     let pq = http::uri::PathAndQuery::from_static("/count");

@@ -1,7 +1,7 @@
-//! Deploys and sockets on one node (DESIGN §3.4, seed 0027): sockets
-//! survive a deploy, a class made `internal` closes its outside sockets
-//! at their next event while the front's stay, and a removed class closes
-//! its sockets with 1001.
+//! Deploys and sockets on one node (docs/spec/actors-and-admission.md §7,
+//! docs/spec/sockets.md §11): sockets survive a deploy, a class made
+//! `internal` closes its outside sockets at their next event while the
+//! front's stay, and a removed class closes its sockets with 1001.
 
 use std::time::Duration;
 

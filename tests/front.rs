@@ -1,7 +1,8 @@
-//! The front (DESIGN §3.5, seed 0025): every path outside `/actor/`, one
-//! instance per request in a slot, the request's wall, the header range
-//! both ways, its calls as `_front/main` under the front's deadline and
-//! bounds, and the metrics that count them.
+//! The front (docs/spec/actors-and-admission.md §8,
+//! docs/spec/calls.md §12–§13): every path outside `/actor/`, one instance
+//! per request in a slot, the request's wall, the header range both ways,
+//! its calls as `_front/main` under the front's deadline and bounds, and
+//! the metrics that count them.
 
 use std::time::{Duration, Instant};
 

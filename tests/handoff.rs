@@ -1,6 +1,6 @@
-//! The WebSocket hand-off through the front (seed 0027, one node): the
-//! mark, the three headers, the open as an inside caller, and every error
-//! as HTTP.
+//! The WebSocket hand-off through the front (docs/spec/sockets.md §5–§8 and
+//! §13, on one node): the mark, the three headers, the open as an inside
+//! caller, and every error as HTTP.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The metrics listener, scraped over HTTP as Prometheus would: the
-//! families named in DESIGN §3.5 and seed 0025, and the queue depth per
-//! actor class.
+//! families named in docs/spec/actors-and-admission.md §8 and
+//! docs/spec/calls.md §13, and the queue depth per actor class.
 
 use std::time::Duration;
 
@@ -85,9 +85,11 @@ async fn the_queue_depth_is_per_class_and_only_for_classes_that_exist() {
 }
 
 /// The page parses as the Prometheus text format, as a Prometheus parser
-/// reads it: the seeds' families by their names and labels, and an app's
-/// own series (its events by outcome, their durations, its wakes, its
-/// resident actors, its guests' CPU) under its tenant and app only.
+/// reads it: the families the spec names
+/// (docs/spec/actors-and-admission.md §8, docs/spec/calls.md §13,
+/// docs/spec/cluster.md §4) by their names and labels, and an app's own
+/// series (its events by outcome, their durations, its wakes, its resident
+/// actors, its guests' CPU) under its tenant and app only.
 #[tokio::test]
 async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
     let spec = VersionSpec { front: Some(guests().front.clone()), classes: probe_classes(), ..Default::default() };
@@ -112,7 +114,7 @@ async fn the_page_parses_as_prometheus_reads_it_with_each_apps_series() {
                 prometheus_parse::Value::Summary(_) => f64::NAN,
             })
     };
-    // The seeds' names, exactly, with their labels.
+    // The spec's names, exactly, with their labels.
     assert_eq!(value("wasmkeep_front_requests_total", &[("outcome", "ok")]), Some(1.0));
     assert_eq!(value("wasmkeep_front_calls_total", &[("outcome", "busy")]), Some(0.0));
     assert_eq!(value("wasmkeep_forwards_total", &[("kind", "handoff")]), Some(0.0));

@@ -1,6 +1,7 @@
-//! Host-owned WebSockets at `/actor/` (DESIGN §3.2): the open before the
-//! `101`, events through the mailbox, the `sockets` interface, parking,
-//! and the limits. Real clients (tokio-tungstenite) on a real port.
+//! Host-owned WebSockets at `/actor/` (docs/spec/sockets.md §1–§4): the
+//! open before the `101`, events through the mailbox, the `sockets`
+//! interface, parking, and the limits. Real clients (tokio-tungstenite) on
+//! a real port.
 
 use std::time::Duration;
 

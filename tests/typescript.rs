@@ -1,8 +1,8 @@
 //! The TypeScript SDK through the real node: every rule of `callMany`
-//! (seed 0025) that the Rust SDK's tests check, made from a TypeScript
-//! actor and from a TypeScript front, calling Rust actors (a mixed app)
-//! and TypeScript ones; the head, storage, values and WebSockets handed
-//! from a TypeScript front to a TypeScript actor.
+//! (docs/spec/calls.md §7–§12) that the Rust SDK's tests check, made from a
+//! TypeScript actor and from a TypeScript front, calling Rust actors (a
+//! mixed app) and TypeScript ones; the head, storage, values and WebSockets
+//! handed from a TypeScript front to a TypeScript actor.
 
 use std::time::Duration;
 

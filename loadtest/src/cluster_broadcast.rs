@@ -1,14 +1,14 @@
-//! A broadcast through a room whose sockets are relayed (seed 0027): three
-//! nodes in this process (`wasmkeep_tests::cluster`), two rooms owned by
-//! node `a`. The sockets of one room connect through the public ports of
-//! `b` and `c`, half each: their opens are relayed to `a` over QUIC, the
-//! sockets live on `a`, and `b` and `c` copy bytes between each client
-//! and its stream. The other room's sockets all connect to `a`'s port.
-//! One client of a room sends `all:<64 bytes>` (the probe sends the 64
-//! bytes to each of the room's sockets); timed until every client has
-//! them, rounds alternating between the rooms. The clients run on a thread
-//! of their own (one thread, as `sockets-broadcast`'s load generator), the
-//! nodes on two runtime threads.
+//! A broadcast through a room whose sockets are relayed
+//! (docs/spec/sockets.md §15): three nodes in this process
+//! (`wasmkeep_tests::cluster`), two rooms owned by node `a`. The sockets of
+//! one room connect through the public ports of `b` and `c`, half each:
+//! their opens are relayed to `a` over QUIC, the sockets live on `a`, and
+//! `b` and `c` copy bytes between each client and its stream. The other
+//! room's sockets all connect to `a`'s port. One client of a room sends
+//! `all:<64 bytes>` (the probe sends the 64 bytes to each of the room's
+//! sockets); timed until every client has them, rounds alternating between
+//! the rooms. The clients run on a thread of their own (one thread, as
+//! `sockets-broadcast`'s load generator), the nodes on two runtime threads.
 
 use std::time::Duration;
 

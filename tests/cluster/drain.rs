@@ -1,8 +1,8 @@
-//! Draining a node of a cluster (DESIGN §3.8, issue 11 item 8): it takes
-//! no new actors, its sockets close with 1012, its actors hibernate and
-//! are released so another node takes them at once, relays to it are
-//! answered 503, and under a stream of requests nothing acknowledged is
-//! lost.
+//! Draining a node of a cluster (docs/spec/cluster.md §9, issue 11 item 8):
+//! it takes no new actors, its sockets close with 1012, its actors
+//! hibernate and are released so another node takes them at once, relays to
+//! it are answered 503, and under a stream of requests nothing acknowledged
+//! is lost.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};

@@ -1,4 +1,4 @@
-//! Sockets the front hands off, in a cluster (seed 0027, "Between nodes"):
+//! Sockets the front hands off, in a cluster (docs/spec/sockets.md §15):
 //! they live on their room's owner whichever node's front opened them.
 
 use std::time::Duration;
@@ -11,8 +11,8 @@ use wasmkeep_tests::enc;
 
 /// A deleted room's sockets close, those relayed from another node's
 /// front too, and their close events are not delivered: nothing runs on
-/// the room after its delete, so nothing brings it back (the seed's note
-/// of 2026-11-14).
+/// the room after its delete, so nothing brings it back
+/// (docs/spec/sockets.md §10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_rooms_sockets_do_not_bring_it_back() {
     let (_dir, m, app) = cluster(&["a", "b"]).await;

@@ -398,7 +398,8 @@ async fn execute(
                 Ok(Outcome::Kept) => Ok(answer),
                 Ok(Outcome::Deleted) => {
                     // It no longer exists: the next event is admitted afresh,
-                    // and its sockets close without close events (DESIGN §3.4).
+                    // and its sockets close without close events
+                    // (docs/spec/actors-and-admission.md §6).
                     residence.epoch = None;
                     residence.instance = None;
                     let deleted = close::ACTOR_DELETED;

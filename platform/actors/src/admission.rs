@@ -1,8 +1,8 @@
-//! Admission (DESIGN §3.3): runs on the actor's task before every event,
-//! so each event is judged by the version active when it starts. The rules
-//! and their order are `core::admission`'s; this file asks the store and
-//! the pool between them, and resolves once the limits the event runs
-//! under.
+//! Admission (docs/spec/actors-and-admission.md §5): runs on the actor's
+//! task before every event, so each event is judged by the version active
+//! when it starts. The rules and their order are `core::admission`'s; this
+//! file asks the store and the pool between them, and resolves once the
+//! limits the event runs under.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

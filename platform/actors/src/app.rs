@@ -37,7 +37,8 @@ impl<A: ActorHost, F: GuestHost> Version<A, F> {
     }
 
     /// The first value this version requires that `values` lacks: while
-    /// there is one, neither its actors nor its front run (DESIGN §3.2).
+    /// there is one, neither its actors nor its front run
+    /// (docs/spec/actors-and-admission.md §5 and §8).
     pub fn missing_value(&self, values: &BTreeMap<String, String>) -> Option<&str> {
         self.required_values.iter().find(|v| !values.contains_key(*v)).map(String::as_str)
     }

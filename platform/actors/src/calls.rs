@@ -1,9 +1,9 @@
-//! `actors.call` (DESIGN §3.7) and `calls.call-many` (seed 0025), for
-//! actors and fronts alike: the checks (`core::call_check`) run in their
-//! order, each answering at once; a call then passes the caller's gate and
-//! bounds, goes through the router with its envelope, and waits at most
-//! until the caller's call deadline. What differs between an actor and a
-//! front is its [`CallSide`].
+//! `actors.call` (docs/spec/calls.md §1–§6) and `calls.call-many`
+//! (docs/spec/calls.md §7–§12), for actors and fronts alike: the checks
+//! (`core::call_check`) run in their order, each answering at once; a call
+//! then passes the caller's gate and bounds, goes through the router with
+//! its envelope, and waits at most until the caller's call deadline. What
+//! differs between an actor and a front is its [`CallSide`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -80,8 +80,9 @@ async fn checked_call<S: CallSide>(side: &mut S, address: String, request: Reque
     delivery.send(wait).await
 }
 
-/// `calls.call-many` (seed 0025): every entry is a call checked as above,
-/// all started at once under one deadline, answered in input order.
+/// `calls.call-many` (docs/spec/calls.md §7–§12): every entry is a call
+/// checked as above, all started at once under one deadline, answered in
+/// input order.
 pub(crate) async fn call_many<S: CallSide>(
     side: &mut S,
     calls: Vec<(String, Request)>,

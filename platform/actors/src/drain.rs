@@ -1,10 +1,10 @@
-//! Draining (DESIGN §3.8): a node leaving the cluster on purpose takes no
-//! new actors (admission sends their events to their owner, or to a node
-//! that takes actors), closes its sockets with 1012 so their clients
-//! reconnect to another node (each actor hears its sockets close), lets
-//! every awake actor finish what is queued and hibernate, and releases
-//! each actor it owned, so another node takes it at once instead of after
-//! the failover wait.
+//! Draining (docs/spec/cluster.md §9): a node leaving the cluster on
+//! purpose takes no new actors (admission sends their events to their
+//! owner, or to a node that takes actors), closes its sockets with 1012 so
+//! their clients reconnect to another node (each actor hears its sockets
+//! close), lets every awake actor finish what is queued and hibernate, and
+//! releases each actor it owned, so another node takes it at once instead
+//! of after the failover wait.
 
 use std::time::{Duration, Instant};
 

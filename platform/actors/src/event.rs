@@ -44,7 +44,7 @@ pub enum SocketEvent {
 
 impl EventKind {
     /// Whether admission may create the actor for this event: a socket's
-    /// message or close never does (seed 0027).
+    /// message or close never does (docs/spec/sockets.md §10).
     pub(crate) fn may_create(&self) -> bool {
         matches!(self, Self::Request { .. } | Self::SocketOpen { .. })
     }

@@ -1,6 +1,7 @@
-//! Fronts (DESIGN §3.5): one fresh instance per request, in a slot, under
-//! the request's wall; its calls go out as the inside caller
-//! `<tenant>/_front/main`, never in a chain, within the front's bounds.
+//! Fronts (docs/spec/actors-and-admission.md §8): one fresh instance per
+//! request, in a slot, under the request's wall; its calls go out as the
+//! inside caller `<tenant>/_front/main`, never in a chain, within the
+//! front's bounds.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

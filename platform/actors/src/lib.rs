@@ -591,7 +591,7 @@ impl Node {
     }
 
     /// Makes stored version `number` of `app` the active one (an older one
-    /// too): the deploy rules of DESIGN §3.4.
+    /// too): the deploy rules of docs/spec/actors-and-admission.md §7.
     pub async fn activate(&self, app: &AppRef, number: i64) -> Result<(), DeployFailure> {
         let stored = self.0.store.version(app.id, number).await?.ok_or(DeployFailure::NoSuchVersion(number))?;
         let version = self.load(&app.tenant, &stored).await?;
@@ -902,8 +902,9 @@ impl Node {
     }
 
     /// Makes `version` the app's active one. A class it removes closes
-    /// its sockets (DESIGN §3.4); a class it makes internal closes its
-    /// outside sockets at their next event (admission's early rule).
+    /// its sockets (docs/spec/actors-and-admission.md §7); a class it makes
+    /// internal closes its outside sockets at their next event (admission's
+    /// early rule).
     fn switch(&self, app: &App, version: Arc<Version>) {
         let id = app.id();
         let removed = |k: &MailboxKey| k.app == id && !version.classes.contains_key(&k.address.class);

@@ -1,5 +1,5 @@
-//! The router's second route (DESIGN §8, step 3): an actor owned by
-//! another node of the cluster. The cluster crate implements [`Remote`]
+//! The router's second route (docs/spec/request-path.md §4): an actor owned
+//! by another node of the cluster. The cluster crate implements [`Remote`]
 //! (owner hints, signed hops over QUIC, membership); this file decides,
 //! once for every path, when an event goes there.
 //!
@@ -13,10 +13,10 @@
 //! is waited for until its heartbeat says it died (the failover wait) or
 //! the event's deadline passes; then the actor is taken here.
 //!
-//! A socket's open travels once, as a relay (seed 0027): an `/actor/`
-//! upgrade or a front's hand-off for an actor owned elsewhere is relayed
-//! to the owner, where the socket lives; this node then only copies bytes.
-//! A socket's messages and close never travel.
+//! A socket's open travels once, as a relay (docs/spec/sockets.md §15): an
+//! `/actor/` upgrade or a front's hand-off for an actor owned elsewhere is
+//! relayed to the owner, where the socket lives; this node then only copies
+//! bytes. A socket's messages and close never travel.
 
 use std::sync::Weak;
 use std::time::{Duration, Instant};

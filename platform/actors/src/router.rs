@@ -1,10 +1,10 @@
-//! Where an actor lives, answered in one place (DESIGN §8, step 3). Every
-//! path asks the router: an HTTP event at `/actor/`, `actors.call`, each
-//! entry of a `call-many`, a socket's open, message and close, a front's
-//! hand-off. One node has one implementation, [`LocalRouter`]: every actor
-//! is here, in its mailbox. The cluster adds a remote one (owner hint,
-//! signed hop, relay, draining hand-off) behind the same trait, and no
-//! caller changes.
+//! Where an actor lives, answered in one place
+//! (docs/spec/request-path.md §4). Every path asks the router: an HTTP
+//! event at `/actor/`, `actors.call`, each entry of a `call-many`, a
+//! socket's open, message and close, a front's hand-off. One node has one
+//! implementation, [`LocalRouter`]: every actor is here, in its mailbox.
+//! The cluster adds a remote one (owner hint, signed hop, relay, draining
+//! hand-off) behind the same trait, and no caller changes.
 //!
 //! Bodies are whole at both ends (a guest takes and gives `list<u8>`);
 //! a remote router streams them over its hop and hands them on whole.

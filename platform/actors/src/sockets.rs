@@ -1,7 +1,7 @@
-//! An actor's sockets (DESIGN §3.2, seed 0027): opening one runs the
-//! actor's `on-websocket-open`; its messages and its close run through the
-//! router like every event, admitted as the open was (the registry keeps
-//! its envelope) and never creating the actor.
+//! An actor's sockets (docs/spec/sockets.md §1–§4, §9–§10): opening one
+//! runs the actor's `on-websocket-open`; its messages and its close run
+//! through the router like every event, admitted as the open was (the
+//! registry keeps its envelope) and never creating the actor.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,7 +1,8 @@
-//! Redeploys while `wasmkeep dev` serves (DESIGN §3.4): when the app's
-//! sources change (checked every second) or on SIGHUP, the app is rebuilt
-//! and its new version activated. A failed build or deploy is reported and
-//! the running version keeps serving.
+//! Redeploys while `wasmkeep dev` serves
+//! (docs/spec/actors-and-admission.md §7): when the app's sources change
+//! (checked every second) or on SIGHUP, the app is rebuilt and its new
+//! version activated. A failed build or deploy is reported and the running
+//! version keeps serving.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

@@ -130,7 +130,8 @@ impl TelemetrySettings {
     }
 }
 
-/// Whether a signed hop is read on the public port (DESIGN §3.8).
+/// Whether a signed hop is read on the public port
+/// (docs/spec/cluster.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Plaintext {

@@ -331,7 +331,7 @@ async fn forged_signatures_get_the_seeds_answers_from_the_real_binary() {
     // The front's hand-off, signed as a node signs it: opened.
     let good = signed(&secret, front(), now());
     assert_eq!(send(b, &good, true).await, 101, "a believed relay opens");
-    // Each forgery of seed 0027, and its answer.
+    // Each forgery of a relay (docs/spec/sockets.md §15), and its answer.
     assert_eq!(send(b, &front(), true).await, 403, "no signature: an outside upgrade, and the room is internal");
     assert_eq!(send(b, &signed(&[7; 32], front(), now()), true).await, 403, "bad MAC");
     assert_eq!(send(b, &good, true).await, 403, "replayed nonce");

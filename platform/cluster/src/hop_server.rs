@@ -1,6 +1,7 @@
-//! The receiving end of a hop (DESIGN §8: "a signed hop from another node
-//! enters at step 4 on the owner"), on the cluster port and, under
-//! `--cluster-plaintext allow`, on the public port.
+//! The receiving end of a hop (docs/spec/request-path.md §9: "a signed hop
+//! from another node starts on the owner, at its mailbox and admission"),
+//! on the cluster port and, under `--cluster-plaintext allow`, on the
+//! public port.
 //!
 //! A call or request event must be signed by a node of the cluster: its
 //! signature is checked (form, window, coverage, MAC, spent once), its
@@ -11,10 +12,10 @@
 //! follow. A signed request with the upgrade mark that is not an upgrade
 //! is refused.
 //!
-//! A relayed socket's open (seed 0027) is believed to be the front's
-//! hand-off only when its signature is valid over the empty body, spent
-//! for the first time, for an app of this node, with the front's exact
-//! caller and the upgrade mark; a valid signature without them is
+//! A relayed socket's open (docs/spec/sockets.md §15) is believed to be the
+//! front's hand-off only when its signature is valid over the empty body,
+//! spent for the first time, for an app of this node, with the front's
+//! exact caller and the upgrade mark; a valid signature without them is
 //! refused. Unsigned, or signed in vain, it is an outside upgrade: on the
 //! cluster port, of the app its relaying node names (a peer the cluster's
 //! CA vouches for, relaying a client's upgrade); on the public port, a
@@ -181,7 +182,7 @@ impl HopServer {
             return whole(StatusCode::FORBIDDEN, "the hop's signature was refused");
         }
         // A signed request with the upgrade mark is a relay, only ever an
-        // upgrade: never a call (seed 0027).
+        // upgrade: never a call (docs/spec/sockets.md §15).
         if parts.headers.contains_key(UPGRADE) {
             return whole(StatusCode::FORBIDDEN, "a signed request with the upgrade mark is not an upgrade");
         }

@@ -1,7 +1,8 @@
-//! Membership (DESIGN §3.8): every node writes its heartbeat to the shared
-//! store every second and reads everyone's; a node whose last heartbeat
-//! is older than the failover wait is dead. The view a node acts on (who
-//! is alive, where it listens, what it can take) is the last one read.
+//! Membership (docs/spec/cluster.md §2): every node writes its heartbeat to
+//! the shared store every second and reads everyone's; a node whose last
+//! heartbeat is older than the failover wait is dead. The view a node acts
+//! on (who is alive, where it listens, what it can take) is the last one
+//! read.
 //!
 //! A node is ready (`/readyz`) while its own heartbeat is current: written
 //! within [`CURRENT`], well inside the failover wait, so a load balancer

@@ -28,8 +28,8 @@ use wasmkeep_telemetry::logs::{LogFilter, TailItem};
 const HINTS: u64 = 100_000;
 /// A hint not used for this long is forgotten.
 const HINT_IDLE: Duration = Duration::from_secs(600);
-/// Longest a relayed open waits for the owner's answer (DESIGN §6: the
-/// relay of an upgrade).
+/// Longest a relayed open waits for the owner's answer
+/// (docs/spec/tenancy.md §8: the relay of an upgrade).
 const RELAY_OPEN: Duration = Duration::from_secs(30);
 /// The largest answer to a relayed open that is not a `101` (an error's
 /// text).
@@ -145,12 +145,12 @@ fn bad_request(why: String) -> EventError {
 }
 
 impl Peers {
-    /// A socket's open, relayed (seed 0027): `GET /actor/<class>/<encoded
-    /// name><path>` with the client's WebSocket headers and the app. A
-    /// front's hand-off carries the front's caller and the upgrade mark and
-    /// is signed afresh for each send, the mark among the signed names; an
-    /// outside upgrade goes unsigned, as the client's (the owner reads it as
-    /// one, whatever it carries).
+    /// A socket's open, relayed (docs/spec/sockets.md §15):
+    /// `GET /actor/<class>/<encoded name><path>` with the client's WebSocket
+    /// headers and the app. A front's hand-off carries the front's caller
+    /// and the upgrade mark and is signed afresh for each send, the mark
+    /// among the signed names; an outside upgrade goes unsigned, as the
+    /// client's (the owner reads it as one, whatever it carries).
     async fn relay_open(
         &self,
         owner: String,

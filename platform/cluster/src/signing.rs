@@ -1,5 +1,6 @@
-//! Signed hops between nodes (DESIGN §3.8, seeds 0025 and 0027): the MAC
-//! over core's canonical form, under the cluster's secret.
+//! Signed hops between nodes (docs/spec/cluster.md §5; batch entries:
+//! docs/spec/calls.md §14; relays: docs/spec/sockets.md §15): the MAC over
+//! core's canonical form, under the cluster's secret.
 //!
 //! [`Signer`] stamps a hop's head with `x-wasmkeep-internal`; [`Verifier`]
 //! checks one in the order `core::signature` gives (the form, the time

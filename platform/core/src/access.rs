@@ -1,4 +1,5 @@
-//! Class access levels and what they let a caller do (DESIGN §3.3).
+//! Class access levels and what they let a caller do
+//! (docs/spec/actors-and-admission.md §4).
 
 use serde::Deserialize;
 

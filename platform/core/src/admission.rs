@@ -1,6 +1,6 @@
-//! Admission's rules (DESIGN §3.3), in their order, with the clock passed
-//! in. The actor runtime asks the store and the pool between the steps;
-//! every decision is made here.
+//! Admission's rules (docs/spec/actors-and-admission.md §5), in their
+//! order, with the clock passed in. The actor runtime asks the store and
+//! the pool between the steps; every decision is made here.
 //!
 //! The order: the caller's deadline; the class is one of the active
 //! version's; the name is valid; the early rule; the app's required values;
@@ -37,7 +37,7 @@ pub struct Before<'a> {
     /// The first value the app requires that is not set, if any.
     pub missing_value: Option<&'a str>,
     /// Whether this kind of event may create the actor at all (a socket's
-    /// message or close never does, seed 0027).
+    /// message or close never does, docs/spec/sockets.md §10).
     pub may_create: bool,
 }
 

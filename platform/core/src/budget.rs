@@ -1,4 +1,4 @@
-//! The response budget of one `call-many` (seed 0025, "Bodies, each way"):
+//! The response budget of one `call-many` (docs/spec/calls.md §8):
 //! the answers of a batch together are at most the body limit. An answer
 //! is counted as its bytes arrive; one whose `Content-Length` is larger
 //! than what is left fails before taking anything, unless it has no body

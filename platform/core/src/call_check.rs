@@ -1,6 +1,6 @@
-//! The checks a call passes before it leaves its caller (DESIGN §3.7,
-//! seed 0025), in their order, with the clock passed in. Each answers at
-//! once: nothing is sent for a call that fails one.
+//! The checks a call passes before it leaves its caller
+//! (docs/spec/calls.md §2 and §10), in their order, with the clock passed
+//! in. Each answers at once: nothing is sent for a call that fails one.
 
 use std::time::Instant;
 

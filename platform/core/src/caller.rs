@@ -1,5 +1,6 @@
-//! Who makes a call, and the chain of actors waiting on it (DESIGN §3.7).
-//! Their header forms are the head's (`head.rs`).
+//! Who makes a call, and the chain of actors waiting on it
+//! (docs/spec/calls.md §3–§4). Their header forms are the head's
+//! (`head.rs`).
 
 use std::fmt;
 

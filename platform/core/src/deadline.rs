@@ -1,4 +1,4 @@
-//! Call deadlines (DESIGN §3.5, §3.7; seed 0025 "Deadline"). Pure: the
+//! Call deadlines (docs/spec/calls.md §5 and §10). Pure: the
 //! caller passes the instants in.
 
 use std::time::{Duration, Instant};

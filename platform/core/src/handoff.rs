@@ -1,7 +1,7 @@
-//! The WebSocket hand-off through the front (seed 0027): which requests
-//! are upgrades the host marks for the front, and what a front's answer
-//! that names the actor taking the socket means. Its headers are the
-//! head's (`head::read_handoff`).
+//! The WebSocket hand-off through the front (docs/spec/sockets.md §5–§8):
+//! which requests are upgrades the host marks for the front, and what a
+//! front's answer that names the actor taking the socket means. Its headers
+//! are the head's (`head::read_handoff`).
 
 use http::{HeaderMap, Method};
 
@@ -24,8 +24,9 @@ pub fn is_websocket_upgrade(method: &Method, headers: &HeaderMap) -> bool {
 }
 
 /// The client's headers a relayed upgrade carries to the actor's owner
-/// (seed 0027): its `Sec-WebSocket-*` headers and `Origin`, nothing of the
-/// host's range (the edge removed the client's; none of these is in it).
+/// (docs/spec/sockets.md §15): its `Sec-WebSocket-*` headers and `Origin`,
+/// nothing of the host's range (the edge removed the client's; none of
+/// these is in it).
 pub fn upgrade_headers(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
     headers
         .iter()

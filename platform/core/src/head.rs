@@ -1,8 +1,9 @@
-//! The `x-wasmkeep-` head: the host's header range (DESIGN §3.5), every
-//! name of it, a parser and a formatter for each value, the strip rule,
-//! and the envelope to and from the head. This is the one file of the node
-//! that spells a name of the range; the signed hop between nodes carries
-//! exactly this head.
+//! The `x-wasmkeep-` head: the host's header range
+//! (docs/spec/actors-and-admission.md §8, docs/spec/calls.md §3), every
+//! name of it, a parser and a formatter for each value, the strip rule, and
+//! the envelope to and from the head. This is the one file of the node that
+//! spells a name of the range; the signed hop between nodes carries exactly
+//! this head.
 //!
 //! Every header of the range a client sends is removed at the edge, and
 //! the range is stripped from the answers guests give to clients, so no
@@ -43,9 +44,9 @@ pub const HANDOFF_CLASS: &str = "x-wasmkeep-handoff-class";
 pub const HANDOFF_NAME: &str = "x-wasmkeep-handoff-name";
 /// The path and query its `on-websocket-open` sees.
 pub const HANDOFF_PATH: &str = "x-wasmkeep-handoff-path";
-/// The node's signature over the hop's head (DESIGN §3.8: `v4 <node>
-/// <unix-ms> <nonce> <names> <mac>`, the cluster's to make and check;
-/// `<names>` lists `x-wasmkeep-target` and `x-wasmkeep-deadline`).
+/// The node's signature over the hop's head (docs/spec/cluster.md §5:
+/// `v4 <node> <unix-ms> <nonce> <names> <mac>`, the cluster's to make and
+/// check; `<names>` lists `x-wasmkeep-target` and `x-wasmkeep-deadline`).
 pub const INTERNAL: &str = "x-wasmkeep-internal";
 /// The host's error on a hop's answer: the owner's node answers it, in
 /// place of the actor's response, when the event failed there (an
@@ -333,10 +334,11 @@ pub fn to_head(envelope: &Envelope, now: Instant) -> HeaderMap {
     head
 }
 
-/// The head a relayed socket's open carries (seed 0027): the app and the
-/// trace context; for the front's hand-off, the front's caller and the
-/// upgrade mark too (the cluster signs it, the mark among the names). An
-/// outside upgrade carries no caller: its owner reads it as a client's.
+/// The head a relayed socket's open carries (docs/spec/sockets.md §15): the
+/// app and the trace context; for the front's hand-off, the front's caller
+/// and the upgrade mark too (the cluster signs it, the mark among the
+/// names). An outside upgrade carries no caller: its owner reads it as a
+/// client's.
 pub fn to_relay_head(envelope: &Envelope) -> HeaderMap {
     let mut head = HeaderMap::new();
     let mut put = |name: &'static str, value: String| {
@@ -391,14 +393,14 @@ pub fn from_head(
     Ok(Envelope { app, target, origin, deadline, trace: read_trace(head) })
 }
 
-/// Who opens a socket relayed from another node (seed 0027), and for
-/// which app (`<tenant>/<app>` from `x-wasmkeep-app`). `believed`: its
-/// signature is valid, spent for the first time, over the empty body.
+/// Who opens a socket relayed from another node (docs/spec/sockets.md §15),
+/// and for which app (`<tenant>/<app>` from `x-wasmkeep-app`). `believed`:
+/// its signature is valid, spent for the first time, over the empty body.
 /// Believed, it is the front's hand-off only when the signed caller is
 /// exactly `<tenant>/_front/main` of the app's tenant and the upgrade mark
 /// is `websocket`; a believed signature without them is refused. Not
-/// believed (none, or invalid), it is an outside upgrade: caller, chain
-/// and mark change nothing.
+/// believed (none, or invalid), it is an outside upgrade: caller, chain and
+/// mark change nothing.
 pub fn relayed_opener(head: &HeaderMap, believed: bool) -> Result<(TenantId, AppName, Origin), RelayRefusal> {
     let app = one(head, APP).map_err(|_| RelayRefusal::NoApp)?.ok_or(RelayRefusal::NoApp)?;
     let (tenant, app) = parse_app(app).map_err(|_| RelayRefusal::NoApp)?;

@@ -1,6 +1,6 @@
-//! The membership heartbeat (DESIGN §3.8): the record each node writes
-//! every second, which tells the others that it is alive, where to reach
-//! it, how loaded it is and what it can do. A node whose heartbeat is
+//! The membership heartbeat (docs/spec/cluster.md §2): the record each node
+//! writes every second, which tells the others that it is alive, where to
+//! reach it, how loaded it is and what it can do. A node whose heartbeat is
 //! older than `--failover-wait-secs` is dead.
 //!
 //! One record of lines, joined by `\n`:
@@ -46,8 +46,9 @@ pub const TAKE: &str = "take";
 /// The capability word of a node that runs fronts.
 pub const FRONT: &str = "front";
 /// The capability word of a node that takes a hand-off relayed to it
-/// (seed 0027): a hand-off is relayed only to an owner that announces it;
-/// otherwise the relaying node answers `503` with `Retry-After: 1`.
+/// (docs/spec/sockets.md §15, docs/spec/cluster.md §2): a hand-off is
+/// relayed only to an owner that announces it; otherwise the relaying node
+/// answers `503` with `Retry-After: 1`.
 pub const HANDOFF: &str = "handoff";
 
 /// Why a heartbeat cannot be read. Every error but the record's length

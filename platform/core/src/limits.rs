@@ -1,4 +1,5 @@
-//! The node's limits (DESIGN §6), loaded from `policies/limits.toml`.
+//! The node's limits (docs/spec/tenancy.md §8), loaded from
+//! `policies/limits.toml`.
 //!
 //! Durations are seconds as decimals, so a test can set `idle_secs = 0.2`.
 

@@ -1,4 +1,4 @@
-//! `storage.list` over an event's pending writes (DESIGN §3.6): the
+//! `storage.list` over an event's pending writes (docs/spec/wit.md §4): the
 //! event's own writes and deletes are merged into what the store holds, so
 //! a listing sees what a `get` would. Pure: the store's rows come in.
 

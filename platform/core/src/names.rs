@@ -1,4 +1,5 @@
-//! Class names, actor names and addresses (DESIGN §3.3).
+//! Class names, actor names and addresses
+//! (docs/spec/actors-and-admission.md §2).
 //!
 //! One parser serves every place an address appears: URL paths,
 //! `actors.call`, `call-many` entries, hand-off and caller headers.

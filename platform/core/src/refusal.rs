@@ -205,7 +205,7 @@ pub enum FrontError {
     #[error("the front did not answer in time")]
     Wall,
     /// A value the app requires is not set: the front does not run, as no
-    /// actor event does (DESIGN §3.2).
+    /// actor event does (docs/spec/actors-and-admission.md §5 and §8).
     #[error("app value {0} is not set")]
     ValueMissing(String),
 }

@@ -1,9 +1,10 @@
-//! The canonical form of a node's signature over a hop (DESIGN §3.8): the
-//! `x-wasmkeep-internal` value, the exact bytes its MAC covers, the time
-//! window a signature is accepted in, and the record of spent nonces. A
-//! node trusts the head of a hop (who calls, for which app, which actor,
-//! how long it may wait) only because another node signed it; this module
-//! makes sure both ends sign and check the same bytes.
+//! The canonical form of a node's signature over a hop
+//! (docs/spec/cluster.md §5): the `x-wasmkeep-internal` value, the exact
+//! bytes its MAC covers, the time window a signature is accepted in, and
+//! the record of spent nonces. A node trusts the head of a hop (who calls,
+//! for which app, which actor, how long it may wait) only because another
+//! node signed it; this module makes sure both ends sign and check the same
+//! bytes.
 //!
 //! The value is `v4 <node> <unix-ms> <nonce> <names> <mac>`, six fields
 //! separated by single spaces:
@@ -22,10 +23,12 @@
 //!   digits.
 //!
 //! A call hop lists [`CALL_NAMES`] (`x-wasmkeep-target`,
-//! `x-wasmkeep-deadline`); a hand-off relay (seed 0027) lists
-//! [`RELAY_NAMES`], the same and `x-wasmkeep-upgrade`, and signs the
-//! empty body ([`EMPTY_BODY_SHA256`]). A call without the upgrade mark
-//! signs as before, so no existing signature changes.
+//! `x-wasmkeep-deadline`); a hand-off relay (docs/spec/sockets.md §15)
+//! carries neither, lists `x-wasmkeep-upgrade` alone (`cluster::peers`)
+//! and signs the empty body ([`EMPTY_BODY_SHA256`]). [`RELAY_NAMES`], a
+//! call's names and the mark, verifies as any list does; no node sends it
+//! today. A call without the upgrade mark signs as before, so no existing
+//! signature changes.
 //!
 //! What this module does not do: compute or compare the MAC. The cluster
 //! computes HMAC-SHA256 with aws-lc-rs over [`canonical`]'s bytes, under
@@ -67,7 +70,7 @@ pub const EMPTY_BODY_SHA256: [u8; 32] = [
 pub const NONCE_MIN: usize = 16;
 /// Longest nonce.
 pub const NONCE_MAX: usize = 64;
-/// Most names a signature lists: the range has ten names today, and a
+/// Most names a signature lists: the range has twelve names today, and a
 /// longer list is a forged head.
 pub const NAMES_MAX: usize = 16;
 /// Longest listed name, in bytes.

@@ -1,12 +1,13 @@
-//! Every path outside `/actor/`: the app's front (DESIGN §3.5). The
-//! request reaches the front as the client sent it, less the host's header
-//! range (removed at the edge); the front's answer loses the range too,
-//! from its headers and its trailers, on its way out.
+//! Every path outside `/actor/`: the app's front
+//! (docs/spec/actors-and-admission.md §8). The request reaches the front as
+//! the client sent it, less the host's header range (removed at the edge);
+//! the front's answer loses the range too, from its headers and its
+//! trailers, on its way out.
 //!
 //! A WebSocket upgrade is kept aside and marked with the head's upgrade
-//! mark (seed 0027); the front's answer to it may hand the socket to
-//! an actor with the three hand-off headers, honoured on a marked request
-//! only.
+//! mark (docs/spec/sockets.md §5–§7); the front's answer to it may hand the
+//! socket to an actor with the three hand-off headers, honoured on a marked
+//! request only.
 
 use std::net::IpAddr;
 use std::sync::Arc;

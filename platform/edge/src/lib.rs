@@ -33,7 +33,7 @@ pub type HttpResponse = http::Response<http_body_util::combinators::UnsyncBoxBod
 pub trait SignedHops: Send + Sync + 'static {
     /// Answers `request`, a request carrying a signature: a hop this node
     /// believes, or refuses. An upgrade whose signature is not believed is
-    /// given back, to be served as any client's (seed 0027).
+    /// given back, to be served as any client's (docs/spec/sockets.md §15).
     #[allow(clippy::result_large_err)]
     fn answer(
         &self,

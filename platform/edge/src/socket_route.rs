@@ -1,4 +1,4 @@
-//! WebSocket opens (DESIGN §3.2, seed 0027): an upgrade at
+//! WebSocket opens (docs/spec/sockets.md §3, §8 and §15): an upgrade at
 //! `/actor/<class>/<name>/<rest>` (an outside caller's socket) and a
 //! socket the front handed off (the front's, an inside caller). The
 //! actor's `on-websocket-open(conn, rest)` runs before the `101`, on this
@@ -43,9 +43,9 @@ pub(crate) async fn upgrade(
     open(node, envelope, socket, on_upgrade, route).await
 }
 
-/// A socket's open relayed from another node (seed 0027), its envelope
-/// read from the relay's head: opened here, never sent on; a failure of
-/// the event is the caller's to encode for the relaying node.
+/// A socket's open relayed from another node (docs/spec/sockets.md §15),
+/// its envelope read from the relay's head: opened here, never sent on; a
+/// failure of the event is the caller's to encode for the relaying node.
 pub async fn open_relayed(
     node: &Node,
     envelope: Envelope,
@@ -55,8 +55,8 @@ pub async fn open_relayed(
     upgrade(node, envelope, path, request, Route::HereOnly).await
 }
 
-/// A socket the front handed off (seed 0027): opened on the actor as the
-/// front, an inside caller.
+/// A socket the front handed off (docs/spec/sockets.md §8): opened on the
+/// actor as the front, an inside caller.
 pub(crate) async fn hand_off(
     node: &Node,
     app: &Arc<AppRef>,

@@ -38,10 +38,11 @@ const CALL_HEAD_BYTES: u64 = 64 * 1024;
 /// What one host call may lift from a guest under `limits`: twice the
 /// largest body (a call's, a `call-many`'s together, a socket message, a
 /// stored value, a batch of keys and values), so that a call over its
-/// limit still reaches the host and is answered `too-large` (seed 0025),
-/// and the heads of a `call-many`'s entries. wasmtime's default is 128
-/// MiB; a guest aliasing one buffer from every element of a list reached
-/// it on the node's threads, outside any guest's CPU turn.
+/// limit still reaches the host and is answered `too-large`
+/// (docs/spec/calls.md §2 and §8), and the heads of a `call-many`'s
+/// entries. wasmtime's default is 128 MiB; a guest aliasing one buffer from
+/// every element of a list reached it on the node's threads, outside any
+/// guest's CPU turn.
 pub fn host_call_bytes(limits: &wasmkeep_core::Limits) -> u64 {
     let body = [
         limits.body_bytes,

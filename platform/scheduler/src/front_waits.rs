@@ -1,7 +1,8 @@
-//! The bounds on the calls a node's fronts have waiting (DESIGN §3.5,
-//! seed 0025 "Limits"): at most a quarter of the slots on one actor, at
-//! most the slots' worth on the node. A call past a bound fails at once;
-//! a call within them holds a [`FrontWait`] for as long as it waits.
+//! The bounds on the calls a node's fronts have waiting
+//! (docs/spec/actors-and-admission.md §8, docs/spec/calls.md §12): at most
+//! a quarter of the slots on one actor, at most the slots' worth on the
+//! node. A call past a bound fails at once; a call within them holds a
+//! [`FrontWait`] for as long as it waits.
 
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -1,7 +1,7 @@
-//! The host's WebSocket registry (DESIGN §3.2, seed 0027): sockets belong
-//! to the host, not to an instance. Each entry holds the socket's actor,
-//! whether the front opened it (the mark its events admit with), and its
-//! send queue; the connection's own task drains the queue and reads the
+//! The host's WebSocket registry (docs/spec/sockets.md §1 and §9): sockets
+//! belong to the host, not to an instance. Each entry holds the socket's
+//! actor, whether the front opened it (the mark its events admit with), and
+//! its send queue; the connection's own task drains the queue and reads the
 //! client. An actor that hibernates leaves its entries here: it is parked,
 //! and its sockets keep their ids.
 
@@ -33,7 +33,7 @@ impl Outgoing {
     }
 }
 
-/// The registry's limits (DESIGN §6).
+/// The registry's limits (docs/spec/tenancy.md §8).
 #[derive(Debug, Clone, Copy)]
 pub struct SocketLimits {
     pub per_actor: usize,

@@ -460,8 +460,8 @@ pub enum Revoked {
     LastAdmin,
 }
 
-/// The cluster's membership and ownership (DESIGN §3.8), in the store its
-/// nodes share.
+/// The cluster's membership and ownership (docs/spec/cluster.md §2–§3), in
+/// the store its nodes share.
 ///
 /// Membership: each node writes its heartbeat record every second; a node
 /// whose last heartbeat was sent before the caller's `dead_before_ms`

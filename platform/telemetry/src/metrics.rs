@@ -1,8 +1,10 @@
 //! The node's long-lived metrics: counters and histograms that the request
 //! path adds to, as `prometheus-client` families. The names and labels of
-//! the seeds' families are kept exactly (`wasmkeep_front_requests_total`
-//! and the rest); an app's own series are held by its [`AppMetrics`], so
-//! an event adds to them without looking its labels up.
+//! the families the spec names (docs/spec/actors-and-admission.md §8,
+//! docs/spec/calls.md §13, docs/spec/cluster.md §4) are kept exactly
+//! (`wasmkeep_front_requests_total` and the rest); an app's own series are
+//! held by its [`AppMetrics`], so an event adds to them without looking its
+//! labels up.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -237,7 +237,8 @@ pub async fn versions(
 }
 
 /// `POST /v1/apps/{app}/versions/{version}/activate` (deploy): the deploy
-/// rules of DESIGN §3.4; an older version may be activated again.
+/// rules of docs/spec/actors-and-admission.md §7; an older version may be
+/// activated again.
 pub async fn activate(
     State(service): State<Arc<Service>>,
     caller: Caller,
