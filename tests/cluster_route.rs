@@ -13,6 +13,8 @@ use wasmkeep_actors::{
     Answering, HopFailure, Node, NodeConfig, Relayed, Remote, Request, Response, SocketRequest, VersionSpec,
 };
 use wasmkeep_core::egress::EgressPolicy;
+use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, NodeState};
+use wasmkeep_core::placement::Members;
 use wasmkeep_core::{Access, AppId, Envelope, EventError, MailboxKey, Origin, RawAddress, Refusal};
 use wasmkeep_storage::{ClusterStore, PostgresStore, Store};
 use wasmkeep_tests::{cache_dir, class, guests, test_limits};
@@ -37,16 +39,33 @@ struct Direct {
 }
 
 impl Remote for Direct {
-    fn me(&self) -> &str {
-        &self.me
+    /// Every node the test beat for, serving and taking actors (hand-offs
+    /// are relayed over the real transport, `cluster_hops.rs`, not here).
+    fn members(&self) -> Arc<Members> {
+        let beats: Vec<Heartbeat> = self
+            .beats
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(node, sent_ms)| Heartbeat {
+                node: node.clone(),
+                version: "0.1.0".into(),
+                public_addr: "127.0.0.1:1".into(),
+                cluster_addr: "127.0.0.1:2".into(),
+                started_ms: 0,
+                sent_ms: *sent_ms,
+                state: NodeState::Serving,
+                resident: 0,
+                pool: 0,
+                sockets: 0,
+                capabilities: Capabilities { handoff: false, ..Capabilities::OURS },
+            })
+            .collect();
+        Arc::new(Members::new(self.me.clone(), WAIT, beats))
     }
 
-    fn dead_before_ms(&self) -> u64 {
-        now_ms() - WAIT.as_millis() as u64
-    }
-
-    fn is_alive(&self, node: &str) -> bool {
-        self.beats.lock().unwrap().get(node).is_some_and(|sent| *sent >= self.dead_before_ms())
+    fn members_knowing(&self, _: String) -> Answering<'_, Arc<Members>> {
+        Box::pin(std::future::ready(self.members()))
     }
 
     fn tenure(&self) -> u64 {
@@ -54,12 +73,7 @@ impl Remote for Direct {
     }
 
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
-        self.hints.lock().unwrap().get(actor).filter(|o| **o != self.me && self.is_alive(o)).cloned()
-    }
-
-    fn successor(&self, _: &MailboxKey) -> Option<String> {
-        let nodes: Vec<String> = self.beats.lock().unwrap().keys().cloned().collect();
-        nodes.into_iter().filter(|n| *n != self.me && self.is_alive(n)).min()
+        self.hints.lock().unwrap().get(actor).cloned()
     }
 
     fn note(&self, actor: &MailboxKey, owner: Option<&str>) {
@@ -68,12 +82,6 @@ impl Remote for Direct {
             Some(owner) => hints.insert(actor.clone(), owner.to_owned()),
             None => hints.remove(actor),
         };
-    }
-
-    /// Sockets are relayed over the real transport (`cluster_hops.rs`),
-    /// not here.
-    fn takes_handoffs(&self, _: String) -> Answering<'_, bool> {
-        Box::pin(std::future::ready(false))
     }
 
     fn relay(&self, owner: String, _: Envelope, _: SocketRequest) -> Answering<'_, Result<Relayed, HopFailure>> {

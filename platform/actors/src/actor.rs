@@ -8,6 +8,8 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 use tracing::field::Empty;
 use wasmkeep_core::metric_labels::EventOutcome;
+use wasmkeep_core::placement::IfElsewhere;
+use wasmkeep_core::placement::holding::{self, AtRetire};
 use wasmkeep_core::response::check as check_response;
 use wasmkeep_core::{
     ActorKey, Address, Chain, Envelope, EventError, Failure, MailboxKey, Origin, Refusal, close, head,
@@ -19,7 +21,7 @@ use wasmkeep_telemetry::traces::{self, TARGET};
 use crate::NodeInner;
 use crate::actor_host::{ActorEventHost, EventContext, Outcome};
 use crate::admission::{Admitted, admit};
-use crate::event::{Event, EventKind, SocketEvent, from_failure};
+use crate::event::{Event, EventKind, RequestAnswer, SocketEvent, from_failure};
 use crate::residence::Residence;
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
@@ -74,13 +76,15 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                     tracing::error!(actor = ?key, "the actor's last writes could not be made durable: {e}");
                 }
                 // The epoch is kept before a new task for the actor can
-                // start and look for it.
-                // A draining node keeps no epoch: it releases the actor, so
-                // another node takes it at once.
+                // start and look for it. A draining node keeps no epoch: it
+                // releases the actor, so another node takes it at once.
                 let draining = node.is_draining();
-                let keep = || {
+                let at_retire = || {
                     let current = node.tenure.load(std::sync::atomic::Ordering::Acquire);
-                    if let Some(epoch) = residence.epoch.filter(|_| residence.tenure == current && !draining) {
+                    holding::at_retire(residence.tenure, current, draining)
+                };
+                let keep = || {
+                    if let (AtRetire::Keep, Some(epoch)) = (at_retire(), residence.epoch) {
                         node.owned.keep(&key, epoch);
                     }
                 };
@@ -89,7 +93,9 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                     if held && let Some(app) = node.app(key.app) {
                         app.metrics.hibernated();
                     }
-                    if let (true, Some(actor), Some(epoch)) = (draining, &residence.actor, residence.epoch) {
+                    if let (AtRetire::Release, Some(actor), Some(epoch)) =
+                        (at_retire(), &residence.actor, residence.epoch)
+                    {
                         node.release(actor, epoch).await;
                     }
                     return;
@@ -111,7 +117,7 @@ async fn give_up(node: &NodeInner, residence: &mut Residence) {
 }
 
 async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) {
-    let Event { envelope, kind, arrived, forwarded } = event;
+    let Event { envelope, kind, arrived, if_elsewhere } = event;
     node.last_events.note(|| envelope.mailbox(), &mut residence.noted);
     if let EventKind::Delete { reply } = kind {
         let _ = reply.send(delete(node, residence, &envelope).await);
@@ -120,12 +126,12 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
     let admitting = std::time::Instant::now();
     let admitted = admit(node, &envelope, &kind, residence, arrived).await;
     let admission = admitting.elapsed();
-    // Another node owns the actor: a request goes on to it (once; one that
-    // came from another node is answered "elsewhere" for its sender to
-    // follow).
-    let kind = match (admitted.as_ref().err(), kind, &node.remote) {
-        (Some(Refusal::Elsewhere { owner }), EventKind::Request { request, reply }, Some(remote)) if !forwarded => {
-            crate::remote::hand_on(node, remote.clone(), owner.clone(), envelope, request, reply);
+    // Another node owns the actor: a request its route sends on goes back
+    // to it (its span and metrics are where it runs).
+    let kind = match (admitted.as_ref().err(), kind, if_elsewhere) {
+        (Some(Refusal::Elsewhere { owner }), EventKind::Request { request, reply }, IfElsewhere::HandBack) => {
+            let event = Box::new((envelope, request));
+            let _ = reply.send(RequestAnswer::Elsewhere { owner: owner.clone(), event });
             return;
         }
         (_, kind, _) => kind,
@@ -181,7 +187,7 @@ async fn handle(node: &Arc<NodeInner>, residence: &mut Residence, event: Event) 
                 Err(e) => traces::failed(&span, e.label()),
             }
             release(node, residence.written, answer, |answer| async move {
-                let _ = reply.send(answer);
+                let _ = reply.send(RequestAnswer::Done(answer));
             })
             .await;
         }

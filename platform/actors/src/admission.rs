@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wasmkeep_core::admission::{Before, Name, before_store, capacity_wait, no_capacity};
+use wasmkeep_core::placement::holding;
+use wasmkeep_core::placement::take::{TakeBy, owned_elsewhere, take_by, taken_here, while_draining};
 use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{ActorKey, Address, Envelope, Limits, Refusal};
 use wasmkeep_storage::{Create, Epoch, Take, Wake};
@@ -62,38 +64,37 @@ async fn wake_or_create(
     }
 }
 
-/// Takes the actor for this node: alone, by waking it; in a cluster, by a
-/// compare-and-set against its owner's liveness, so that an actor another
-/// live node owns is refused [`Refusal::Elsewhere`] (and noted as its).
+/// Takes the actor for this node, as `core::placement::take` says: alone,
+/// by waking it; in a cluster, by a compare-and-set against its owner's
+/// liveness, so that an actor another live node owns is refused
+/// [`Refusal::Elsewhere`] (and noted as its); while draining, not at all.
 pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: Create) -> Result<Wake, Refusal> {
     let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
-    let Some(remote) = &node.remote else {
-        return node.store.wake(actor, create, &node.id).await.map_err(unavailable);
-    };
+    let members = node.router.members();
+    let now_ms = crate::router::now().unix_ms;
     let key = wasmkeep_core::MailboxKey::of(actor);
-    if node.is_draining() {
-        // A draining node takes no actor: its owner runs it, or another
-        // node that takes actors; with none, the client retries.
-        let owner = node.store.owner(actor).await.map_err(unavailable)?;
-        let to = owner.filter(|o| *o != node.id && remote.is_alive(o)).or_else(|| remote.successor(&key));
-        return match to {
-            Some(owner) => {
-                remote.note(&key, Some(&owner));
-                Err(Refusal::Elsewhere { owner })
-            }
-            None => Err(Refusal::Capacity),
-        };
-    }
-    match node.store.take(actor, create, &node.id, remote.dead_before_ms()).await.map_err(unavailable)? {
-        Take::Owned { epoch, created } => {
-            remote.note(&key, None);
-            Ok(Wake::Owned { epoch, created })
+    match take_by(node.is_draining(), &members, now_ms) {
+        TakeBy::Wake => node.store.wake(actor, create, &node.id).await.map_err(unavailable),
+        TakeBy::AskOwner => {
+            let owner = node.store.owner(actor).await.map_err(unavailable)?;
+            let (note, refusal) = while_draining(owner.as_deref(), &key, &members, now_ms);
+            node.router.note(&key, note);
+            Err(refusal)
         }
-        Take::Missing => Ok(Wake::Missing),
-        Take::Full => Ok(Wake::Full),
-        Take::Elsewhere { owner } => {
-            remote.note(&key, Some(&owner));
-            Err(Refusal::Elsewhere { owner })
+        TakeBy::CompareAndSet { dead_before_ms } => {
+            match node.store.take(actor, create, &node.id, dead_before_ms).await.map_err(unavailable)? {
+                Take::Owned { epoch, created } => {
+                    node.router.note(&key, taken_here());
+                    Ok(Wake::Owned { epoch, created })
+                }
+                Take::Missing => Ok(Wake::Missing),
+                Take::Full => Ok(Wake::Full),
+                Take::Elsewhere { owner } => {
+                    let (note, refusal) = owned_elsewhere(owner);
+                    node.router.note(&key, note);
+                    Err(refusal)
+                }
+            }
         }
     }
 }
@@ -151,7 +152,7 @@ async fn admit_event(
     // An epoch of an older tenure may be another node's now: taken afresh,
     // and the instance (whose memory may hold what that node changed) goes.
     let tenure = node.current_tenure();
-    if residence.tenure != tenure {
+    if !holding::still_holds(residence.tenure, tenure) {
         residence.epoch = None;
         residence.instance = None;
         residence.tenure = tenure;

@@ -245,7 +245,7 @@ impl Delivery {
 
     async fn carry(node: Arc<NodeInner>, envelope: Envelope, request: Request) -> Result<Response, CallError> {
         let deadline = envelope.deadline;
-        let delivery = node.router.request(envelope, request);
+        let delivery = node.router.request(wasmkeep_core::placement::Entry::Request, envelope, request);
         match tokio::time::timeout_at(deadline.into(), delivery).await {
             Err(_elapsed) => Err(CallError::Timeout),
             Ok(Ok(mut response)) => {

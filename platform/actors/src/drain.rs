@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use wasmkeep_core::placement::{Note, holding};
 use wasmkeep_core::{ActorKey, MailboxKey, close};
 use wasmkeep_storage::Epoch;
 
@@ -24,7 +25,7 @@ impl NodeInner {
     /// Whether an event that arrived at `arrived` came after the drain
     /// began: its actor is given up first, and it goes to the next owner.
     pub(crate) fn arrived_draining(&self, arrived: Instant) -> bool {
-        self.draining.borrow().is_some_and(|since| arrived >= since)
+        holding::gives_up(arrived, *self.draining.borrow())
     }
 
     /// Completes once the node drains.
@@ -36,11 +37,7 @@ impl NodeInner {
     /// Gives `actor` up in the store (a draining node, after it hibernated).
     pub(crate) async fn release(&self, actor: &ActorKey, epoch: Epoch) {
         match self.store.release(actor, epoch).await {
-            Ok(true) => {
-                if let Some(remote) = &self.remote {
-                    remote.note(&MailboxKey::of(actor), None);
-                }
-            }
+            Ok(true) => self.router.note(&MailboxKey::of(actor), Note::Forget),
             Ok(false) => tracing::debug!(%actor, "another node took the actor before its release"),
             Err(e) => tracing::warn!(%actor, "the actor could not be released: {e}"),
         }

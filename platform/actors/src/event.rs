@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use tokio::sync::oneshot;
+use wasmkeep_core::placement::IfElsewhere;
 use wasmkeep_core::{Envelope, EventError};
 use wasmkeep_runtime::{Request, Response, SocketMessage};
 
@@ -13,16 +14,16 @@ pub(crate) struct Event {
     pub kind: EventKind,
     /// When the event arrived: its admission wait counts from here.
     pub arrived: Instant,
-    /// It came from another node (or came back from one): if the actor is
-    /// owned elsewhere, it is answered so, never handed on again.
-    pub forwarded: bool,
+    /// What its actor does with it when another node owns the actor
+    /// (the event's route says).
+    pub if_elsewhere: IfElsewhere,
 }
 
 /// What an event is, and where its answer goes.
-pub enum EventKind {
+pub(crate) enum EventKind {
     Request {
         request: Request,
-        reply: oneshot::Sender<Result<Response, EventError>>,
+        reply: oneshot::Sender<RequestAnswer>,
     },
     SocketOpen {
         conn: u64,
@@ -36,8 +37,16 @@ pub enum EventKind {
     },
 }
 
+/// A request event's answer: the actor's, or the event itself, handed
+/// back to its route because another node owns the actor.
+pub(crate) enum RequestAnswer {
+    Done(Result<Response, EventError>),
+    /// Boxed: the common answer stays small.
+    Elsewhere { owner: String, event: Box<(Envelope, Request)> },
+}
+
 /// A socket's message or close: posted, never awaited.
-pub enum SocketEvent {
+pub(crate) enum SocketEvent {
     Message { conn: u64, message: SocketMessage },
     Close { conn: u64, code: u16, reason: String },
 }

@@ -41,11 +41,9 @@ use wasmkeep_telemetry::logs::{GuestLogs, LogRates};
 
 pub use actor_host::ActorEventHost;
 pub use app::{ClassSpec, VersionSpec};
-pub use event::{EventKind, SocketEvent};
 pub use front::FrontHost;
 pub use port_share::RequestPlace;
-pub use remote::{HopFailure, RelayStream, Relayed, Remote, SocketRequest};
-pub use router::{Answering, Router};
+pub use remote::{Answering, HopFailure, RelayStream, Relayed, Remote, SocketRequest};
 pub use sockets::{Opened, SocketOpenError};
 pub use usage::AppUsage;
 pub use wasmkeep_core::{EventError, FrontError};
@@ -55,8 +53,9 @@ pub use wasmkeep_runtime::{Request, Response};
 pub use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SocketQueue};
 
 use app::{StoredClass, StoredManifest};
+use event::EventKind;
 use mailbox::Mailboxes;
-use router::LocalRouter;
+use wasmkeep_core::placement::Entry;
 
 /// An app as this node runs it.
 pub type App = app::App<ActorEventHost, FrontHost>;
@@ -192,9 +191,7 @@ pub(crate) struct NodeInner {
     /// plan says otherwise (`limits_for`).
     pub limits: Arc<Limits>,
     /// Where each actor lives: every path asks it.
-    pub router: Box<dyn Router>,
-    /// The cluster's side, on a node of a cluster.
-    pub remote: Option<Arc<dyn Remote>>,
+    pub router: router::Router,
     pub runtime: Runtime<ActorEventHost, FrontHost>,
     /// One compile at a time (`Node::compile`).
     /// The compile threads, shared by tenant.
@@ -233,8 +230,7 @@ impl NodeInner {
     /// one) are forgotten first.
     pub(crate) fn current_tenure(&self) -> u64 {
         use std::sync::atomic::Ordering;
-        let Some(remote) = &self.remote else { return 0 };
-        let now = remote.tenure();
+        let now = self.router.tenure();
         if self.tenure.fetch_max(now, Ordering::AcqRel) < now {
             tracing::warn!("this node may have been declared dead: its actors are taken afresh");
             self.owned.clear();
@@ -414,18 +410,10 @@ impl Node {
         let egress_tls =
             wasmkeep_runtime::egress_tls::client_config(&config.egress_roots).map_err(anyhow::Error::msg)?;
         let inner = Arc::new_cyclic(|node| NodeInner {
-            id: config.id,
+            id: config.id.clone(),
             egress: Arc::new(config.egress),
             egress_tls,
-            router: match &remote {
-                Some(remote) => Box::new(remote::ClusterRouter {
-                    local: LocalRouter { node: node.clone() },
-                    remote: remote.clone(),
-                    node: node.clone(),
-                }),
-                None => Box::new(LocalRouter { node: node.clone() }),
-            },
-            remote,
+            router: router::Router::new(node.clone(), &config.id, remote),
             pool: InstancePool::new(config.limits.actor_instances() as usize),
             front_slots: InstancePool::new(config.limits.front_slots as usize),
             front_waits: FrontWaits::new(
@@ -515,10 +503,7 @@ impl Node {
         follow: bool,
         to: tokio::sync::mpsc::Sender<wasmkeep_telemetry::logs::TailItem>,
     ) -> usize {
-        match &self.0.remote {
-            Some(remote) => remote.tail(filter, follow, to),
-            None => 0,
-        }
+        self.0.router.tail(filter, follow, to)
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -949,7 +934,7 @@ impl Node {
     pub async fn delete_actor(&self, app: &Arc<AppRef>, target: RawAddress) -> Result<(), EventError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let envelope = self.envelope(app, target, Origin::Outside, TraceContext::default());
-        self.0.router.post(envelope, EventKind::Delete { reply }).await?;
+        self.0.router.post(envelope, EventKind::Delete { reply })?;
         answer.await.unwrap_or(Err(EventError::ShuttingDown))
     }
 
@@ -1014,16 +999,13 @@ impl Node {
     /// Delivers a request event to the actor its envelope names, through
     /// the router, and waits for its answer.
     pub async fn request(&self, envelope: Envelope, request: Request) -> Result<Response, EventError> {
-        self.0.router.request(envelope, request).await
+        self.0.router.request(Entry::Request, envelope, request).await
     }
 
     /// Runs a request event another node sent here: on this node, or
     /// answered [`Refusal::Elsewhere`] when another node owns the actor
     /// (its sender follows that; a hop is never sent on).
     pub async fn request_forwarded(&self, envelope: Envelope, request: Request) -> Result<Response, EventError> {
-        let local = router::LocalRouter { node: Arc::downgrade(&self.0) };
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        local.post_forwarded(envelope, EventKind::Request { request, reply })?;
-        answer.await.unwrap_or(Err(EventError::ShuttingDown))
+        self.0.router.request(Entry::Hopped, envelope, request).await
     }
 }

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use wasmkeep_core::deadline::close_deadline;
+use wasmkeep_core::metric_labels::HopKind;
+use wasmkeep_core::placement::{Entry, IfElsewhere};
 use wasmkeep_core::quota::Quota;
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, close};
 use wasmkeep_runtime::{SocketError, SocketMessage, SocketSend};
@@ -16,7 +18,8 @@ use wasmkeep_sockets::{ConnId, OpenRefusal, Outgoing, SendError, SocketQueue};
 
 use crate::actor_host::ActorEventHost;
 use crate::event::{EventKind, SocketEvent};
-use crate::remote::{ClusterRouter, Relayed, SocketRequest};
+use crate::remote::{Answering, HopFailure, Relayed, Remote, SocketRequest};
+use crate::router::{Carried, Ran, Router};
 use crate::{Node, NodeInner};
 
 /// What the registry keeps of a socket: the envelope its events carry,
@@ -48,12 +51,46 @@ pub enum SocketOpenError {
     Event(EventError),
 }
 
+impl From<EventError> for SocketOpenError {
+    fn from(e: EventError) -> Self {
+        Self::Event(e)
+    }
+}
+
+/// A socket's open, carried by the router: opened here, or relayed.
+struct OpenEvent<'n> {
+    node: &'n Node,
+    envelope: Envelope,
+    socket: SocketRequest,
+}
+
+impl Carried for OpenEvent<'_> {
+    type Out = Opened;
+    type Error = SocketOpenError;
+
+    async fn here(&mut self, _: &Router, if_elsewhere: IfElsewhere) -> Ran<Result<Opened, SocketOpenError>> {
+        match self.node.open_here(self.envelope.clone(), self.socket.path.clone(), if_elsewhere).await {
+            Err(SocketOpenError::Event(EventError::Refused(Refusal::Elsewhere { owner })))
+                if if_elsewhere == IfElsewhere::HandBack =>
+            {
+                Ran::Elsewhere(owner)
+            }
+            opened => Ran::Answer(opened.map(Opened::Here)),
+        }
+    }
+
+    fn send(&self, remote: &Arc<dyn Remote>, to: String) -> Answering<'static, Result<Opened, HopFailure>> {
+        let (remote, envelope, socket) = (remote.clone(), self.envelope.clone(), self.socket.clone());
+        Box::pin(async move { remote.relay(to, envelope, socket).await.map(Opened::There) })
+    }
+}
+
 impl NodeInner {
     /// Tells the actor of `opened` that its socket `conn` closed: an event
     /// that always runs (no deadline).
     pub(crate) async fn tell_closed(&self, opened: Envelope, conn: ConnId, code: u16, reason: String) {
         let envelope = Envelope { deadline: close_deadline(Instant::now()), ..opened };
-        let _ = self.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason })).await;
+        let _ = self.router.post(envelope, EventKind::Socket(SocketEvent::Close { conn, code, reason }));
     }
 }
 
@@ -61,53 +98,36 @@ impl Node {
     /// Opens a socket on the actor `envelope` names and runs its
     /// `on-websocket-open`: here, or relayed to the node that owns the
     /// actor (the hints' guess, or the store's answer to the open here),
-    /// which answers whether it opened. A relay is followed to the owner a
-    /// few times; an owner found dead leaves the open to this node.
+    /// which answers whether it opened. The router's route decides.
     pub async fn open_socket(&self, envelope: Envelope, socket: SocketRequest) -> Result<Opened, SocketOpenError> {
-        let Some(remote) = self.0.remote.clone() else {
-            return self.open_here(envelope, socket.path).await.map(Opened::Here);
-        };
-        let key = envelope.mailbox();
-        let mut owner = if self.0.mailboxes.contains(&key) { None } else { remote.hint(&key) };
-        if self.0.is_draining() {
-            // No socket opens on a draining node: it goes to the actor's
-            // next owner, or the client retries.
-            owner = owner.or_else(|| remote.successor(&key));
-            if owner.is_none() {
-                return Err(SocketOpenError::Event(EventError::ShuttingDown));
-            }
-        }
-        if owner.is_none() {
-            match self.open_here(envelope.clone(), socket.path.clone()).await {
-                Err(SocketOpenError::Event(EventError::Refused(Refusal::Elsewhere { owner: found }))) => {
-                    owner = Some(found);
-                }
-                opened => return opened.map(Opened::Here),
-            }
-        }
-        let owner = owner.expect("an owner elsewhere was found");
-        match ClusterRouter::relay(&remote, &self.0.metrics, owner, &envelope, &socket).await {
-            Some(Ok(relayed)) => Ok(Opened::There(relayed)),
-            Some(Err(e)) => Err(SocketOpenError::Event(e)),
-            // The owner died or let go: the open is this node's (once).
-            None => self.open_here(envelope, socket.path).await.map(Opened::Here),
-        }
+        let handoff = !envelope.origin.is_outside();
+        let kind = if handoff { HopKind::Handoff } else { HopKind::Upgrade };
+        let (actor, deadline) = (envelope.mailbox(), envelope.deadline);
+        let open = OpenEvent { node: self, envelope, socket };
+        self.0.router.carry(Entry::Open { handoff }, &actor, deadline, kind, open).await
     }
 
     /// Opens a socket relayed from another node: here, or refused
     /// [`Refusal::Elsewhere`] when another node owns the actor (a relay is
-    /// never sent on).
+    /// never sent on), or refused while this node drains.
     pub async fn open_socket_relayed(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
-        // A draining node answers relays as its clients: retry (elsewhere).
-        if self.0.is_draining() {
-            return Err(SocketOpenError::Event(EventError::ShuttingDown));
+        let (actor, deadline) = (envelope.mailbox(), envelope.deadline);
+        let socket = SocketRequest { path, headers: Vec::new() };
+        let open = OpenEvent { node: self, envelope, socket };
+        match self.0.router.carry(Entry::Relayed, &actor, deadline, HopKind::Upgrade, open).await? {
+            Opened::Here(queue) => Ok(queue),
+            Opened::There(_) => unreachable!("a relayed open is never relayed on"),
         }
-        self.open_here(envelope, path).await
     }
 
     /// Opens a socket on this node: the actor's task refuses it
     /// [`Refusal::Elsewhere`] if another node owns the actor.
-    async fn open_here(&self, envelope: Envelope, path: String) -> Result<SocketQueue, SocketOpenError> {
+    async fn open_here(
+        &self,
+        envelope: Envelope,
+        path: String,
+        if_elsewhere: IfElsewhere,
+    ) -> Result<SocketQueue, SocketOpenError> {
         let node = &self.0;
         // The tenant's share of the node's sockets, held as long as the socket.
         let ticket = match node.tenant(&envelope.app) {
@@ -124,7 +144,7 @@ impl Node {
         // Should the client leave while this waits, the guard forgets the
         // socket (and the actor side closes what it accepted).
         let mut opening = Opening { node: self, conn, answer: Some(answer) };
-        let opened = match node.router.post(envelope, EventKind::SocketOpen { conn, path, reply }).await {
+        let opened = match node.router.deliver(envelope, EventKind::SocketOpen { conn, path, reply }, if_elsewhere) {
             Ok(()) => opening.answer().await,
             Err(refusal) => Err(refusal.into()),
         };
@@ -147,7 +167,7 @@ impl Node {
         let Some((_, SocketOwner { envelope: opened, .. })) = self.0.sockets.get(conn) else { return };
         let envelope = Envelope { deadline: self.0.uncalled_deadline(&opened.app), ..opened.clone() };
         let event = EventKind::Socket(SocketEvent::Message { conn, message });
-        if self.0.router.post(envelope, event).await.is_err() {
+        if self.0.router.post(envelope, event).is_err() {
             // A full mailbox cannot take the message: the client learns it,
             // and the actor hears the close if its mailbox can take that.
             let overloaded = close::OVERLOADED;

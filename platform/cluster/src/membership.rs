@@ -9,12 +9,13 @@
 //! stops sending to a node that lost the store before the others take its
 //! actors.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, INTERVAL, NodeState};
+use wasmkeep_core::placement::Members;
+use wasmkeep_core::placement::holding::Tenure;
 use wasmkeep_storage::{ClusterStore, StoreError};
 
 /// How recent this node's last written heartbeat must be for it to count
@@ -44,11 +45,10 @@ pub struct Membership {
     /// When this node's heartbeat was last written (unix ms; 0: never).
     written_ms: AtomicU64,
     /// How many times this node found its heartbeat unwritten for the
-    /// failover wait, and the last write it found that after.
-    tenure: AtomicU64,
-    stale_after: AtomicU64,
+    /// failover wait (`placement::holding::Tenure`).
+    tenure: Mutex<Tenure>,
     /// Every node's last heartbeat, as last read (this node's included).
-    view: RwLock<BTreeMap<String, Heartbeat>>,
+    view: RwLock<Arc<Members>>,
     load: Box<dyn Fn() -> Load + Send + Sync>,
 }
 
@@ -63,14 +63,13 @@ impl Membership {
     ) -> Self {
         Self {
             store,
-            me,
             wait,
             draining: AtomicBool::new(false),
             written_ms: AtomicU64::new(0),
-            tenure: AtomicU64::new(0),
-            stale_after: AtomicU64::new(0),
-            view: RwLock::new(BTreeMap::new()),
+            tenure: Mutex::new(Tenure::default()),
+            view: RwLock::new(Arc::new(Members::new(me.node.clone(), wait, []))),
             load: Box::new(load),
+            me,
         }
     }
 
@@ -100,6 +99,11 @@ impl Membership {
 
     /// Writes this node's heartbeat, then reads everyone's.
     pub async fn beat(&self, now_ms: u64) -> Result<(), StoreError> {
+        // A silence is looked for before the write ends it: a node paused
+        // past the failover wait whose first act is this beat would
+        // otherwise never see it, and serve from memory actors another
+        // node took meanwhile.
+        self.tenure(now_ms);
         let record = self.heartbeat(now_ms).format();
         self.store.beat(&self.me.node, &record, now_ms).await?;
         self.written_ms.fetch_max(now_ms, Ordering::Relaxed);
@@ -109,17 +113,16 @@ impl Membership {
     /// Reads everyone's heartbeat now (a node named as an owner that this
     /// node has not heard of yet may have started since the last beat).
     pub async fn refresh(&self) -> Result<(), StoreError> {
-        let mut view = BTreeMap::new();
+        let mut beats = Vec::new();
         for (node, record, sent_ms) in self.store.heartbeats().await? {
             match Heartbeat::parse(&record) {
                 // The store's column is the time that counts (what a take compares).
-                Ok(h) if h.node == node => {
-                    view.insert(node, Heartbeat { sent_ms, ..h });
-                }
+                Ok(h) if h.node == node => beats.push(Heartbeat { sent_ms, ..h }),
                 Ok(_) | Err(_) => tracing::warn!(%node, "a node's heartbeat cannot be read; it counts as dead"),
             }
         }
-        *self.view.write().unwrap_or_else(|p| p.into_inner()) = view;
+        let members = Arc::new(Members::new(self.me.node.clone(), self.wait, beats));
+        *self.view.write().unwrap_or_else(|p| p.into_inner()) = members;
         Ok(())
     }
 
@@ -146,16 +149,12 @@ impl Membership {
     }
 
     /// This node's tenure at `now_ms`: it grows, once per silence, when its
-    /// own heartbeat has gone unwritten longer than the failover wait (it
-    /// was paused, or cut off from the store): the others may have taken
-    /// its actors meanwhile.
+    /// own heartbeat has gone unwritten longer than three quarters of the
+    /// failover wait (it was paused, or cut off from the store): the
+    /// others, their clocks perhaps ahead, may have taken its actors.
     pub fn tenure(&self, now_ms: u64) -> u64 {
-        let written = self.written_ms.load(Ordering::Acquire);
-        let silent = written != 0 && now_ms.saturating_sub(written) > self.wait.as_millis() as u64;
-        if silent && self.stale_after.swap(written, Ordering::AcqRel) != written {
-            return self.tenure.fetch_add(1, Ordering::AcqRel) + 1;
-        }
-        self.tenure.load(Ordering::Acquire)
+        let mut tenure = self.tenure.lock().unwrap_or_else(|p| p.into_inner());
+        tenure.at(self.written_ms.load(Ordering::Acquire), now_ms, self.wait)
     }
 
     /// From now on the heartbeat says `draining` and no longer `take`.
@@ -167,33 +166,34 @@ impl Membership {
         self.draining.load(Ordering::Relaxed)
     }
 
-    /// Node `node`'s last heartbeat, if it is alive at `now_ms`.
-    pub fn live(&self, node: &str, now_ms: u64) -> Option<Heartbeat> {
-        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
-        view.get(node).filter(|h| h.is_live(now_ms, self.wait)).cloned()
+    /// The members as last read.
+    pub fn members(&self) -> Arc<Members> {
+        self.view.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Whether node `node` is alive at `now_ms` (no copy of its heartbeat:
-    /// asked for every event routed by a hint).
+    /// Node `node`'s last heartbeat, if it is alive at `now_ms`.
+    pub fn live(&self, node: &str, now_ms: u64) -> Option<Heartbeat> {
+        self.members().live(node, now_ms).cloned()
+    }
+
+    /// Whether node `node` is alive at `now_ms`.
     pub fn is_alive(&self, node: &str, now_ms: u64) -> bool {
-        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
-        view.get(node).is_some_and(|h| h.is_live(now_ms, self.wait))
+        self.members().is_alive(node, now_ms)
     }
 
     /// Every node alive at `now_ms`, by id.
     pub fn alive(&self, now_ms: u64) -> Vec<Heartbeat> {
-        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
-        view.values().filter(|h| h.is_live(now_ms, self.wait)).cloned().collect()
+        self.members().alive(now_ms).cloned().collect()
     }
 
     /// Every node's last heartbeat this node read, live or not.
     pub fn heartbeats(&self) -> Vec<Heartbeat> {
-        self.view.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+        self.members().heartbeats().cloned().collect()
     }
 
     /// A heartbeat sent before this is a dead node's (what a take passes).
     pub fn dead_before_ms(&self, now_ms: u64) -> u64 {
-        now_ms.saturating_sub(self.wait.as_millis() as u64)
+        self.members().dead_before_ms(now_ms)
     }
 }
 
@@ -241,16 +241,32 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_tenure_grows_once_per_silence_longer_than_the_wait() {
+    async fn the_tenure_grows_once_per_silence_longer_than_three_quarters_of_the_wait() {
         let m = members(&["a"]).await;
         assert_eq!(m[0].tenure(T0), 0, "never written: nothing to doubt");
         m[0].beat(T0).await.unwrap();
-        assert_eq!(m[0].tenure(T0 + 10_000), 0);
-        assert_eq!(m[0].tenure(T0 + 10_001), 1);
+        assert_eq!(m[0].tenure(T0 + 7_500), 0);
+        assert_eq!(m[0].tenure(T0 + 7_501), 1, "the clocks' margin: a quarter of the wait");
         assert_eq!(m[0].tenure(T0 + 20_000), 1, "one silence, one step");
         m[0].beat(T0 + 20_000).await.unwrap();
         assert_eq!(m[0].tenure(T0 + 20_500), 1);
         assert_eq!(m[0].tenure(T0 + 40_000), 2);
+    }
+
+    /// A node paused past the failover wait whose first act on waking is
+    /// its heartbeat still finds its tenure grown: the beat looks for the
+    /// silence before its write ends it (else the node would serve from
+    /// memory actors another node took meanwhile).
+    #[tokio::test]
+    async fn a_silence_that_the_next_beat_ends_still_grows_the_tenure() {
+        let m = members(&["a"]).await;
+        m[0].beat(T0).await.unwrap();
+        assert_eq!(m[0].tenure(T0 + 500), 0);
+        // Paused for 15 s; nothing asked before the beat.
+        m[0].beat(T0 + 15_000).await.unwrap();
+        assert_eq!(m[0].tenure(T0 + 15_100), 1, "the silence was seen");
+        m[0].beat(T0 + 16_000).await.unwrap();
+        assert_eq!(m[0].tenure(T0 + 16_100), 1, "one silence, one step");
     }
 
     async fn members(names: &[&str]) -> Vec<Arc<Membership>> {

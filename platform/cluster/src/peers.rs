@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use wasmkeep_actors::{Answering, HopFailure, RelayStream, Relayed, Remote, Request, Response, SocketRequest};
 use wasmkeep_core::head::{self, ERROR, is_reserved};
-use wasmkeep_core::heartbeat::NodeState;
+use wasmkeep_core::placement::Members;
 use wasmkeep_core::signature::{CALL_NAMES, EMPTY_BODY_SHA256};
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, hop_answer};
 
@@ -269,16 +269,20 @@ async fn tail_from(
 }
 
 impl Remote for Peers {
-    fn me(&self) -> &str {
-        &self.me
+    fn members(&self) -> Arc<Members> {
+        self.membership.members()
     }
 
-    fn dead_before_ms(&self) -> u64 {
-        self.membership.dead_before_ms(unix_ms())
-    }
-
-    fn is_alive(&self, node: &str) -> bool {
-        self.membership.is_alive(node, unix_ms())
+    fn members_knowing(&self, node: String) -> Answering<'_, Arc<Members>> {
+        Box::pin(async move {
+            // A node the store names may have started since the last read.
+            if !self.membership.is_alive(&node, unix_ms())
+                && let Err(e) = self.membership.refresh().await
+            {
+                tracing::warn!(error = %e, "the heartbeats could not be read");
+            }
+            self.membership.members()
+        })
     }
 
     fn tenure(&self) -> u64 {
@@ -286,23 +290,7 @@ impl Remote for Peers {
     }
 
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
-        self.hints.get(actor).filter(|owner| *owner != self.me && self.is_alive(owner))
-    }
-
-    fn successor(&self, actor: &MailboxKey) -> Option<String> {
-        // Rendezvous hashing: the live node taking actors that scores
-        // highest for this actor, so every draining node picks the same.
-        let score = |node: &str| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&(node, actor), &mut h);
-            std::hash::Hasher::finish(&h)
-        };
-        self.membership
-            .alive(unix_ms())
-            .into_iter()
-            .filter(|peer| peer.node != self.me && peer.capabilities.take && peer.state == NodeState::Serving)
-            .max_by_key(|peer| score(&peer.node))
-            .map(|peer| peer.node)
+        self.hints.get(actor)
     }
 
     fn note(&self, actor: &MailboxKey, owner: Option<&str>) {
@@ -319,18 +307,6 @@ impl Remote for Peers {
         request: Request,
     ) -> Answering<'_, Result<Response, HopFailure>> {
         Box::pin(self.carry(owner, envelope, request))
-    }
-
-    fn takes_handoffs(&self, node: String) -> Answering<'_, bool> {
-        Box::pin(async move {
-            // A node the store names may have started since the last read.
-            if !self.membership.is_alive(&node, unix_ms())
-                && let Err(e) = self.membership.refresh().await
-            {
-                tracing::warn!(error = %e, "the heartbeats could not be read");
-            }
-            self.membership.live(&node, unix_ms()).is_some_and(|peer| peer.capabilities.handoff)
-        })
     }
 
     fn relay(

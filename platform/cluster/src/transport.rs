@@ -248,11 +248,16 @@ impl Transport {
             return Ok(c);
         }
         let unreachable = |reason: String| TransportError::Unreachable { node: node.to_owned(), addr, reason };
-        let connecting = self.endpoint.connect(addr, node).map_err(|e| unreachable(e.to_string()))?;
-        let connection = tokio::time::timeout(DIAL, connecting)
-            .await
-            .map_err(|_| unreachable("no answer".into()))?
-            .map_err(|e| unreachable(e.to_string()))?;
+        // Dialled on a task of its own: the connection's driver task keeps
+        // the span current where it is dialled (quinn instruments it), and
+        // a call's span would stay open as long as the connection.
+        let (endpoint, name) = (self.endpoint.clone(), node.to_owned());
+        let dial = tokio::spawn(async move {
+            let connecting = endpoint.connect(addr, &name).map_err(|e| e.to_string())?;
+            let connected = tokio::time::timeout(DIAL, connecting).await.map_err(|_| "no answer".to_string())?;
+            connected.map_err(|e| e.to_string())
+        });
+        let connection = dial.await.map_err(|e| unreachable(e.to_string()))?.map_err(unreachable)?;
         self.peers.lock().unwrap_or_else(|p| p.into_inner()).insert(node.to_owned(), connection.clone());
         Ok(connection)
     }

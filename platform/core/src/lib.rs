@@ -28,6 +28,7 @@ pub mod metric_labels;
 pub mod names;
 pub mod path;
 pub mod period;
+pub mod placement;
 pub mod plan;
 pub mod quota;
 pub mod refusal;
