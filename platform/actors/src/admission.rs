@@ -71,7 +71,7 @@ async fn wake_or_create(
 pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: Create) -> Result<Wake, Refusal> {
     let unavailable = |e: wasmkeep_storage::StoreError| Refusal::StoreUnavailable(e.to_string());
     let members = node.router.members();
-    let now_ms = crate::router::now().unix_ms;
+    let now_ms = crate::clock::now().unix_ms;
     let key = wasmkeep_core::MailboxKey::of(actor);
     match take_by(node.is_draining(), &members, now_ms) {
         TakeBy::Wake => node.store.wake(actor, create, &node.id).await.map_err(unavailable),

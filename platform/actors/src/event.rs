@@ -42,7 +42,10 @@ pub(crate) enum EventKind {
 pub(crate) enum RequestAnswer {
     Done(Result<Response, EventError>),
     /// Boxed: the common answer stays small.
-    Elsewhere { owner: String, event: Box<(Envelope, Request)> },
+    Elsewhere {
+        owner: String,
+        event: Box<(Envelope, Request)>,
+    },
 }
 
 /// A socket's message or close: posted, never awaited.

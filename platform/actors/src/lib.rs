@@ -7,6 +7,7 @@ mod actor_host;
 mod admission;
 mod app;
 mod calls;
+mod clock;
 mod drain;
 mod event;
 mod front;

@@ -13,13 +13,14 @@
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use wasmkeep_core::metric_labels::HopKind;
-use wasmkeep_core::placement::{Entry, Hop, IfElsewhere, Members, Next, Note, Now, Route, Start};
+use wasmkeep_core::placement::{Entry, Hop, IfElsewhere, Members, Next, Note, Route, Start};
 use wasmkeep_core::{Envelope, EventError, MailboxKey, Refusal, RefusalReason};
 
 use crate::NodeInner;
+use crate::clock::now;
 use crate::event::{Event, EventKind, RequestAnswer};
 use crate::remote::{Answering, HopFailure, Remote};
 
@@ -53,12 +54,6 @@ pub(crate) trait Carried: Send {
     ) -> impl Future<Output = Ran<Result<Self::Out, Self::Error>>> + Send;
     /// Sends (a copy of) the event to node `to`.
     fn send(&self, remote: &Arc<dyn Remote>, to: String) -> Answering<'static, Result<Self::Out, HopFailure>>;
-}
-
-/// The time a route's decision is made at.
-pub(crate) fn now() -> Now {
-    let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    Now { at: Instant::now(), unix_ms }
 }
 
 impl Router {

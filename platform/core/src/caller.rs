@@ -87,7 +87,9 @@ impl From<Vec<Address>> for Chain {
 
 impl fmt::Display for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::head::format_chain(self))
+        // As the head writes it (`x-wasmkeep-chain`).
+        let addresses: Vec<String> = self.iter().map(crate::names::format_address).collect();
+        f.write_str(&addresses.join(","))
     }
 }
 

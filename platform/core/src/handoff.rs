@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, Method};
 
-use crate::head::ValueError;
+use crate::header_range::{ValueError, is_reserved};
 use crate::names::RawAddress;
 
 /// Whether a request is a WebSocket upgrade: a `GET` with `Upgrade:
@@ -34,7 +34,7 @@ pub fn upgrade_headers(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
             let name = name.as_str();
             name.starts_with("sec-websocket-") || name == "origin"
         })
-        .filter(|(name, _)| !crate::head::is_reserved(name.as_str()))
+        .filter(|(name, _)| !is_reserved(name.as_str()))
         .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
         .collect()
 }

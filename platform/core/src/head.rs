@@ -20,10 +20,9 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use crate::caller::{Caller, Chain, FRONT_CLASS, FRONT_NAME, Origin};
 use crate::envelope::{AppRef, Envelope, TraceContext};
 use crate::handoff::{HandOff, HandOffError};
-use crate::names::{ActorName, Address, AppName, ClassName, NameError, RawAddress, TenantId, decode, encode_bytes};
-
-/// The reserved prefix, lowercase (header names are compared lowercase).
-pub const PREFIX: &str = "x-wasmkeep-";
+pub use crate::header_range::{PREFIX, ValueError, is_reserved};
+use crate::names::{Address, AppName, NameError, RawAddress, TenantId, decode, encode_bytes};
+pub use crate::names::{format_address, parse_address};
 
 /// Who calls: `<tenant>/<class>/<encoded name>`, or `<tenant>/_front/main`.
 pub const CALLER: &str = "x-wasmkeep-caller";
@@ -80,17 +79,6 @@ pub const CHAIN_MAX: usize = 256;
 /// Longest deadline the hop carries: a day, far past every limit.
 pub const DEADLINE_MAX: Duration = crate::deadline::FOREVER;
 
-/// Why one header of the head cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ValueError {
-    #[error("{0} is missing")]
-    Missing(&'static str),
-    #[error("{0} appears more than once")]
-    Repeated(&'static str),
-    #[error("{0} is not visible ASCII")]
-    NotText(&'static str),
-}
-
 /// Why a head (or one of its values) is not valid. For the node's log and
 /// the hop's refusal; never shown to a client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,11 +96,6 @@ pub enum HeadError {
 }
 
 // ---- The range and its strip rule ----
-
-/// Whether `name` is in the reserved range (case-insensitively).
-pub fn is_reserved(name: &str) -> bool {
-    name.len() >= PREFIX.len() && name.as_bytes()[..PREFIX.len()].eq_ignore_ascii_case(PREFIX.as_bytes())
-}
 
 /// Removes every header of the range.
 pub fn strip(headers: &mut HeaderMap) {
@@ -142,16 +125,6 @@ pub fn strip_pairs<V>(headers: &mut Vec<(String, V)>) {
 
 // ---- Values ----
 
-/// An actor as a chain or the hop lists it: `class/percent-encoded name`.
-pub fn format_address(a: &Address) -> String {
-    format!("{}/{}", a.class, a.name.encoded())
-}
-
-pub fn parse_address(s: &str) -> Result<Address, NameError> {
-    let (class, name) = s.split_once('/').ok_or(NameError::NoSlash)?;
-    Ok(Address::new(ClassName::parse(class)?, ActorName::from_encoded(name)?))
-}
-
 /// The `x-wasmkeep-caller` value for a caller of `tenant`.
 pub fn format_caller(tenant: &TenantId, caller: &Caller) -> String {
     match caller {
@@ -172,7 +145,7 @@ pub fn parse_caller(value: &str) -> Result<(TenantId, Caller), NameError> {
 
 /// The `x-wasmkeep-chain` value.
 pub fn format_chain(chain: &Chain) -> String {
-    chain.iter().map(format_address).collect::<Vec<_>>().join(",")
+    chain.to_string()
 }
 
 /// Parses an `x-wasmkeep-chain` value (empty for an empty chain).

@@ -85,18 +85,15 @@ use std::borrow::Cow;
 use crate::heartbeat::is_node_id;
 use crate::names::{self, NameError};
 use crate::quota::Quota;
-use crate::refusal::{EventError, Refusal};
+pub use crate::refusal::TEXT_MAX;
+use crate::refusal::{EventError, Refusal, cut};
 
-/// Longest text an argument holds, in bytes (decoded).
-pub const TEXT_MAX: usize = 512;
 /// Longest value [`decode`] reads, in bytes (what [`encode`] writes is
 /// always shorter: a text encodes to at most three bytes a byte).
 pub const VALUE_MAX: usize = 2048;
 /// Longest kind, in bytes.
 pub const KIND_MAX: usize = 64;
 
-/// What ends a text cut to [`TEXT_MAX`].
-const CUT: char = '…';
 /// The empty text.
 const EMPTY_TEXT: &str = "-";
 
@@ -360,20 +357,7 @@ fn is_kind(s: &str) -> bool {
 }
 
 /// `text`, at most [`TEXT_MAX`] bytes (cut at a character boundary, ending
-/// with [`CUT`]), percent-encoded; `-` when empty.
-/// `text`, or its first [`TEXT_MAX`] bytes ending with `…` (cut at a
-/// character boundary).
-pub(crate) fn cut(text: &str) -> Cow<'_, str> {
-    if text.len() <= TEXT_MAX {
-        return text.into();
-    }
-    let mut end = TEXT_MAX - CUT.len_utf8();
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{CUT}", &text[..end]).into()
-}
-
+/// with `…`), percent-encoded; `-` when empty.
 fn encode_text(text: &str) -> String {
     match &*cut(text) {
         "" => EMPTY_TEXT.to_owned(),

@@ -11,52 +11,10 @@
 //! [`Refusal`]: crate::Refusal
 //! [`EventError`]: crate::EventError
 
+pub use crate::labels::Label;
+use crate::labels::labels;
 pub use crate::quota::Quota;
-pub use crate::refusal::{EventFault, RefusalReason};
-
-/// One closed set of a label's values.
-pub trait Label: Copy + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static {
-    /// Every value, in the order a family writes them.
-    const ALL: &'static [Self];
-    /// The value as the exposition writes it.
-    fn as_str(self) -> &'static str;
-}
-
-/// Declares a label set: the enum, its `ALL` and `as_str`, each variant's
-/// text beside it, and the [`Label`] impl.
-macro_rules! labels {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal,)+ }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl $name {
-            /// Every value, in order.
-            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
-
-            /// The value as the exposition writes it.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $text,)+
-                }
-            }
-        }
-
-        impl $crate::metric_labels::Label for $name {
-            const ALL: &'static [Self] = $name::ALL;
-
-            fn as_str(self) -> &'static str {
-                $name::as_str(self)
-            }
-        }
-    };
-}
-pub(crate) use labels;
+pub use crate::refusal::{EventFault, EventOutcome, RefusalReason};
 
 labels! {
     /// How a front request ended: `wasmkeep_front_requests_total{outcome}`.
@@ -105,55 +63,6 @@ labels! {
         Upgrade => "upgrade",
         /// A front's hand-off of a socket, relayed.
         Handoff => "handoff",
-    }
-}
-
-/// How an event ended: `wasmkeep_events_total{outcome}`. It ran (`ok`),
-/// admission refused it, or it failed; the refusal's or fault's name is
-/// the label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventOutcome {
-    Ok,
-    Refused(RefusalReason),
-    Failed(EventFault),
-}
-
-const EVENT_OUTCOMES: usize = 1 + RefusalReason::ALL.len() + EventFault::ALL.len();
-
-/// `ok`, then every refusal, then every fault: built from their lists,
-/// so that none can be left out.
-const fn event_outcomes() -> [EventOutcome; EVENT_OUTCOMES] {
-    let mut all = [EventOutcome::Ok; EVENT_OUTCOMES];
-    let mut i = 0;
-    while i < RefusalReason::ALL.len() {
-        all[1 + i] = EventOutcome::Refused(RefusalReason::ALL[i]);
-        i += 1;
-    }
-    let mut j = 0;
-    while j < EventFault::ALL.len() {
-        all[1 + i + j] = EventOutcome::Failed(EventFault::ALL[j]);
-        j += 1;
-    }
-    all
-}
-
-impl EventOutcome {
-    pub const ALL: &'static [Self] = &event_outcomes();
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Refused(reason) => reason.as_str(),
-            Self::Failed(fault) => fault.as_str(),
-        }
-    }
-}
-
-impl Label for EventOutcome {
-    const ALL: &'static [Self] = EventOutcome::ALL;
-
-    fn as_str(self) -> &'static str {
-        EventOutcome::as_str(self)
     }
 }
 

@@ -258,6 +258,16 @@ impl From<&Address> for RawAddress {
     }
 }
 
+/// An actor as a chain or the hop lists it: `class/percent-encoded name`.
+pub fn format_address(a: &Address) -> String {
+    format!("{}/{}", a.class, a.name.encoded())
+}
+
+pub fn parse_address(s: &str) -> Result<Address, NameError> {
+    let (class, name) = s.split_once('/').ok_or(NameError::NoSlash)?;
+    Ok(Address::new(ClassName::parse(class)?, ActorName::from_encoded(name)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

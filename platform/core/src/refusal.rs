@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use crate::close::{self, Close};
-use crate::metric_labels::EventOutcome;
+use crate::labels::Label;
 use crate::names::NameError;
 use crate::quota::Quota;
 
@@ -64,7 +64,7 @@ pub enum Refusal {
     Elsewhere { owner: String },
 }
 
-crate::metric_labels::labels! {
+crate::labels::labels! {
     /// A refusal's name, without its detail: `wasmkeep_refusals_total{reason}`,
     /// a refused event's outcome, a span's status.
     pub enum RefusalReason {
@@ -147,7 +147,7 @@ pub enum EventError {
     ShuttingDown,
 }
 
-crate::metric_labels::labels! {
+crate::labels::labels! {
     /// How an admitted event failed: an [`EventError`] other than a
     /// refusal, by name.
     pub enum EventFault {
@@ -156,6 +156,55 @@ crate::metric_labels::labels! {
         InvalidResponse => "invalid_response",
         AnswerTooLarge => "answer_too_large",
         ShuttingDown => "shutting_down",
+    }
+}
+
+/// How an event ended: `wasmkeep_events_total{outcome}`. It ran (`ok`),
+/// admission refused it, or it failed; the refusal's or fault's name is
+/// the label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventOutcome {
+    Ok,
+    Refused(RefusalReason),
+    Failed(EventFault),
+}
+
+const EVENT_OUTCOMES: usize = 1 + RefusalReason::ALL.len() + EventFault::ALL.len();
+
+/// `ok`, then every refusal, then every fault: built from their lists,
+/// so that none can be left out.
+const fn event_outcomes() -> [EventOutcome; EVENT_OUTCOMES] {
+    let mut all = [EventOutcome::Ok; EVENT_OUTCOMES];
+    let mut i = 0;
+    while i < RefusalReason::ALL.len() {
+        all[1 + i] = EventOutcome::Refused(RefusalReason::ALL[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < EventFault::ALL.len() {
+        all[1 + i + j] = EventOutcome::Failed(EventFault::ALL[j]);
+        j += 1;
+    }
+    all
+}
+
+impl EventOutcome {
+    pub const ALL: &'static [Self] = &event_outcomes();
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Refused(reason) => reason.as_str(),
+            Self::Failed(fault) => fault.as_str(),
+        }
+    }
+}
+
+impl Label for EventOutcome {
+    const ALL: &'static [Self] = EventOutcome::ALL;
+
+    fn as_str(self) -> &'static str {
+        EventOutcome::as_str(self)
     }
 }
 
@@ -172,12 +221,32 @@ impl From<&EventError> for EventOutcome {
     }
 }
 
+/// Longest text a failure carries (a trap's, an argument of a hop's
+/// error), in bytes.
+pub const TEXT_MAX: usize = 512;
+
+/// What ends a text cut to [`TEXT_MAX`].
+pub(crate) const CUT: char = '…';
+
+/// `text`, or its first [`TEXT_MAX`] bytes ending with `…` (cut at a
+/// character boundary).
+pub(crate) fn cut(text: &str) -> Cow<'_, str> {
+    if text.len() <= TEXT_MAX {
+        return text.into();
+    }
+    let mut end = TEXT_MAX - CUT.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT}", &text[..end]).into()
+}
+
 impl EventError {
     /// A trap, its tenant's text of it cut to what a hop carries
-    /// ([`hop_answer::TEXT_MAX`](crate::hop_answer::TEXT_MAX) bytes): a
-    /// call fails with the same reason on any node.
+    /// ([`TEXT_MAX`] bytes): a call fails with the same reason on any
+    /// node.
     pub fn trapped(why: &str) -> Self {
-        Self::Trapped(crate::hop_answer::cut(why).into_owned())
+        Self::Trapped(cut(why).into_owned())
     }
 
     /// Its name, for a span's status and the like: never a detail.

@@ -111,3 +111,104 @@ fn the_check_sees_a_decision_made_elsewhere() {
     let tested = without_tests_and_comments("fn f() {}\n#[cfg(test)]\nmod tests { fn g() { m.successor(&k, 0); } }");
     assert!(!tested.contains(".successor("), "tests are not code");
 }
+
+/// The modules of `crate_dir`'s `src` and the others each names with
+/// `crate::` (tests and comments aside).
+fn module_graph(crate_dir: &str) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = platform().join(crate_dir).join("src");
+    let modules: std::collections::BTreeSet<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
+        .collect();
+    let mut graph = std::collections::BTreeMap::new();
+    for module in &modules {
+        let text = without_tests_and_comments(&std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap());
+        let mut named = std::collections::BTreeSet::new();
+        for (i, _) in text.match_indices("crate::") {
+            let rest = &text[i + "crate::".len()..];
+            let mut names = vec![rest];
+            if let Some(group) = rest.strip_prefix('{') {
+                names = group.split('}').next().unwrap_or_default().split(',').collect();
+            }
+            for name in names {
+                let name: String = name.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if modules.contains(&name) && name != *module {
+                    named.insert(name);
+                }
+            }
+        }
+        graph.insert(module.clone(), named);
+    }
+    graph
+}
+
+/// The strongly connected groups of more than one module (Tarjan).
+fn circles(graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>) -> Vec<Vec<String>> {
+    use std::collections::BTreeMap;
+    struct Walk<'g> {
+        graph: &'g BTreeMap<String, std::collections::BTreeSet<String>>,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g str) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            for w in &self.graph[v] {
+                if !self.index.contains_key(w.as_str()) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w.as_str()]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w.as_str()) {
+                    let low = self.low[v].min(self.index[w.as_str()]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    group.push(w.to_owned());
+                    if w == v {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    self.found.push(group);
+                }
+            }
+        }
+    }
+    let mut walk = Walk { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn the_modules_of_actors_core_and_edge_import_in_one_direction() {
+    for crate_dir in ["actors", "core", "edge"] {
+        let graph = module_graph(crate_dir);
+        assert!(graph.len() > 5, "{crate_dir}'s modules were read");
+        assert_eq!(circles(&graph), Vec::<Vec<String>>::new(), "import circles in {crate_dir}");
+    }
+}
+
+#[test]
+fn the_circle_check_sees_a_circle() {
+    let edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")];
+    let mut graph = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for (from, to) in edges {
+        graph.entry(from.into()).or_default().insert(to.into());
+        graph.entry(to.into()).or_default();
+    }
+    let mut found = circles(&graph);
+    found[0].sort();
+    assert_eq!(found, [["a", "b", "c"]]);
+}

@@ -22,20 +22,28 @@ use wasmkeep_core::{AppRef, FrontError, TraceContext, head};
 use tracing::field::Empty;
 use wasmkeep_telemetry::traces::{self, TARGET};
 
-use crate::body::{self, Held, Holding, Paced};
-use crate::server::PublicPort;
+use crate::body::{self, BodyBudget, Held, Holding, Paced};
 use crate::{HttpResponse, boxed_error, socket_route};
 use wasmkeep_core::{Failure, PortError};
 
+/// What a front's request takes from its port.
+pub(crate) struct FrontPort<'p> {
+    pub node: &'p wasmkeep_actors::Node,
+    pub limits: &'p Arc<wasmkeep_core::Limits>,
+    pub budget: &'p BodyBudget,
+    /// Each client's share of the front slots, when it is less than all.
+    pub client_slots: Option<&'p wasmkeep_listener::PerClient>,
+}
+
 pub(crate) async fn handle(
-    port: &PublicPort,
+    port: FrontPort<'_>,
     app: &Arc<AppRef>,
     trace: TraceContext,
     client: IpAddr,
     mut request: http::Request<Incoming>,
     request_place: wasmkeep_actors::RequestPlace,
 ) -> Result<HttpResponse, Failure> {
-    let node = &port.node;
+    let node = port.node;
     let span = traces::child(&trace, || {
         tracing::info_span!(
             target: TARGET,
@@ -72,9 +80,9 @@ pub(crate) async fn handle(
     // share of the slots is taken before the node's.
     let held = Held::new(request_place);
     let (parts, incoming) = request.into_parts();
-    let paced = Paced::new(incoming, port.limits.clone(), &port.budget, held.clone());
+    let paced = Paced::new(incoming, port.limits.clone(), port.budget, held.clone());
     let request = http::Request::from_parts(parts, body::prefetch(paced, port.limits.front_body_prefetch_bytes).await?);
-    let place = match &port.client_slots {
+    let place = match port.client_slots {
         Some(shares) => match shares.take(client) {
             Some(place) => Some(place),
             None => {

@@ -20,12 +20,12 @@ use wasmkeep_listener::{PerClient, Rules};
 
 /// What the public port serves, and what its clients share.
 pub struct PublicPort {
-    pub(crate) node: Node,
+    node: Node,
     routing: AppRouting,
-    pub(crate) limits: Arc<Limits>,
-    pub(crate) budget: BodyBudget,
+    limits: Arc<Limits>,
+    budget: BodyBudget,
     /// Each client's share of the front slots, when it is less than all.
-    pub(crate) client_slots: Option<PerClient>,
+    client_slots: Option<PerClient>,
     /// Requests being answered now: a stopping node waits for them.
     in_flight: Arc<AtomicUsize>,
     /// TLS, when the port serves HTTPS.
@@ -126,7 +126,13 @@ impl PublicPort {
         let target = match parse_actor_path(parts.uri.path(), parts.uri.query()) {
             None => {
                 let request = http::Request::from_parts(parts, incoming);
-                return front_route::handle(self, &app, trace, client, request, request_place).await;
+                let port = front_route::FrontPort {
+                    node: &self.node,
+                    limits: &self.limits,
+                    budget: &self.budget,
+                    client_slots: self.client_slots.as_ref(),
+                };
+                return front_route::handle(port, &app, trace, client, request, request_place).await;
             }
             Some(parsed) => parsed.map_err(|e| Failure::from(Refusal::InvalidName(e)))?,
         };

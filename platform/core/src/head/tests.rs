@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::actor_key::AppId;
+use crate::names::{ActorName, ClassName};
 
 /// The cases every implementation of the head reads.
 fn cases() -> Value {

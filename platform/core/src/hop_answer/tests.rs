@@ -3,7 +3,7 @@ use std::collections::{HashMap, HashSet};
 use http::HeaderValue;
 
 use super::*;
-use crate::refusal::Failure;
+use crate::refusal::{CUT, Failure};
 
 // ---- Every variant, and proof that none is missing ----
 
