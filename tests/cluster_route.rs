@@ -72,6 +72,12 @@ impl Remote for Direct {
         self.tenures.lock().unwrap().get(&self.me).copied().unwrap_or(0)
     }
 
+    /// As the test's beats say.
+    fn is_current(&self) -> bool {
+        let sent = self.beats.lock().unwrap().get(&self.me).copied().unwrap_or(0);
+        wasmkeep_core::placement::holding::is_current(sent, now_ms(), WAIT)
+    }
+
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
         self.hints.lock().unwrap().get(actor).cloned()
     }

@@ -25,10 +25,15 @@ use crate::event::{Event, EventKind, RequestAnswer, SocketEvent, from_failure};
 use crate::residence::Residence;
 
 pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Receiver<Event>) {
-    // An actor this node woke before wakes again without a store write
-    // (its epoch kept under the tenure read first: a later one finds it old).
-    let tenure = node.tenure.load(std::sync::atomic::Ordering::Acquire);
-    let mut residence = Residence { epoch: node.owned.take(&key), tenure, ..Residence::default() };
+    // An actor this node woke before wakes again without a store write:
+    // its epoch comes back with the tenure it was taken under, which
+    // admission compares with the node's (a race of a keep with a tenure's
+    // growth cannot make an old epoch look new).
+    let (epoch, tenure) = match node.owned.take(&key) {
+        Some((epoch, tenure)) => (Some(epoch), tenure),
+        None => (None, node.tenure.load(std::sync::atomic::Ordering::Acquire)),
+    };
+    let mut residence = Residence { epoch, tenure, ..Residence::default() };
     loop {
         // An actor holding nothing has nothing to keep: it retires as soon
         // as its queue is empty. A resident one waits its idle time.
@@ -85,7 +90,7 @@ pub(crate) async fn run(node: Arc<NodeInner>, key: MailboxKey, mut rx: mpsc::Rec
                 };
                 let keep = || {
                     if let (AtRetire::Keep, Some(epoch)) = (at_retire(), residence.epoch) {
-                        node.owned.keep(&key, epoch);
+                        node.owned.keep(&key, epoch, residence.tenure);
                     }
                 };
                 let held = residence.instance.is_some();

@@ -73,8 +73,9 @@ pub(crate) async fn take(node: &NodeInner, actor: &ActorKey, create: Create) -> 
     let members = node.router.members();
     let now_ms = crate::clock::now().unix_ms;
     let key = wasmkeep_core::MailboxKey::of(actor);
-    match take_by(node.is_draining(), &members, now_ms) {
+    match take_by(node.is_draining(), node.router.is_current(), &members, now_ms) {
         TakeBy::Wake => node.store.wake(actor, create, &node.id).await.map_err(unavailable),
+        TakeBy::NotCurrent => Err(Refusal::StoreUnavailable("this node's heartbeat is not current".into())),
         TakeBy::AskOwner => {
             let owner = node.store.owner(actor).await.map_err(unavailable)?;
             let (note, refusal) = while_draining(owner.as_deref(), &key, &members, now_ms);

@@ -91,7 +91,7 @@ impl Node {
                 }
             };
             for actor in &page {
-                if let Some(epoch) = node.owned.take(&MailboxKey::of(actor)) {
+                if let Some((epoch, _)) = node.owned.take(&MailboxKey::of(actor)) {
                     node.release(actor, epoch).await;
                 }
             }

@@ -76,6 +76,10 @@ pub trait Remote: Send + Sync + 'static {
     fn tenure(&self) -> u64 {
         0
     }
+    /// Whether this node's own heartbeat is current
+    /// (`placement::holding::is_current`): a node that is not takes no
+    /// actor until it has written one.
+    fn is_current(&self) -> bool;
     /// Carries a request event to node `owner`, signed; answers its
     /// actor's response.
     fn request(

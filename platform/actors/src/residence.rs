@@ -99,8 +99,9 @@ pub(crate) struct Owned {
 
 #[derive(Default)]
 struct Kept {
-    /// Each kept epoch, with when it was kept.
-    epochs: HashMap<MailboxKey, (Epoch, u64)>,
+    /// Each kept epoch, with the tenure it was taken under and when it was
+    /// kept.
+    epochs: HashMap<MailboxKey, (Epoch, u64, u64)>,
     /// Keys in the order they were kept; an entry whose time is not its
     /// key's in `epochs` any more was taken or kept again since.
     order: VecDeque<(MailboxKey, u64)>,
@@ -122,9 +123,11 @@ impl Owned {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The epoch a hibernated actor held, taken back as it wakes.
-    pub(crate) fn take(&self, key: &MailboxKey) -> Option<Epoch> {
-        self.lock().epochs.remove(key).map(|(epoch, _)| epoch)
+    /// The epoch a hibernated actor held, with the tenure it was taken
+    /// under, taken back as it wakes (admission trusts it only under that
+    /// same tenure, whatever raced with the keep).
+    pub(crate) fn take(&self, key: &MailboxKey) -> Option<(Epoch, u64)> {
+        self.lock().epochs.remove(key).map(|(epoch, tenure, _)| (epoch, tenure))
     }
 
     /// Forgets every kept epoch (the node may have been declared dead).
@@ -133,14 +136,14 @@ impl Owned {
     }
 
     /// Keeps the epoch of an actor going to sleep.
-    pub(crate) fn keep(&self, key: &MailboxKey, epoch: Epoch) {
+    pub(crate) fn keep(&self, key: &MailboxKey, epoch: Epoch, tenure: u64) {
         let mut kept = self.lock();
         let Kept { epochs, order, next } = &mut *kept;
         *next += 1;
-        epochs.insert(key.clone(), (epoch, *next));
+        epochs.insert(key.clone(), (epoch, tenure, *next));
         order.push_back((key.clone(), *next));
-        let current = |epochs: &HashMap<MailboxKey, (Epoch, u64)>, k: &MailboxKey, at: u64| {
-            epochs.get(k).is_some_and(|(_, kept_at)| *kept_at == at)
+        let current = |epochs: &HashMap<MailboxKey, (Epoch, u64, u64)>, k: &MailboxKey, at: u64| {
+            epochs.get(k).is_some_and(|(_, _, kept_at)| *kept_at == at)
         };
         while epochs.len() > self.most {
             let Some((oldest, at)) = order.pop_front() else { break };
@@ -170,16 +173,16 @@ mod tests {
     fn the_first_to_sleep_is_the_first_forgotten() {
         let owned = Owned::new(3);
         for i in 0..3 {
-            owned.keep(&key(i), Epoch(i as i64));
+            owned.keep(&key(i), Epoch(i as i64), 0);
         }
         // 0 wakes and sleeps again: it is now the newest.
-        assert_eq!(owned.take(&key(0)), Some(Epoch(0)));
-        owned.keep(&key(0), Epoch(10));
-        owned.keep(&key(3), Epoch(3));
+        assert_eq!(owned.take(&key(0)), Some((Epoch(0), 0)));
+        owned.keep(&key(0), Epoch(10), 0);
+        owned.keep(&key(3), Epoch(3), 2);
         assert_eq!(owned.take(&key(1)), None, "the oldest went");
-        assert_eq!(owned.take(&key(2)), Some(Epoch(2)));
-        assert_eq!(owned.take(&key(0)), Some(Epoch(10)));
-        assert_eq!(owned.take(&key(3)), Some(Epoch(3)));
+        assert_eq!(owned.take(&key(2)), Some((Epoch(2), 0)));
+        assert_eq!(owned.take(&key(0)), Some((Epoch(10), 0)));
+        assert_eq!(owned.take(&key(3)), Some((Epoch(3), 2)), "with the tenure it was kept under");
         assert_eq!(owned.take(&key(3)), None, "taken once");
     }
 
@@ -187,7 +190,7 @@ mod tests {
     fn the_order_stays_near_the_number_of_epochs() {
         let owned = Owned::new(1000);
         for round in 0..10_000 {
-            owned.keep(&key(round % 7), Epoch(round as i64));
+            owned.keep(&key(round % 7), Epoch(round as i64), 0);
             owned.take(&key((round + 3) % 7));
         }
         let kept = owned.lock();

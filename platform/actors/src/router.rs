@@ -71,6 +71,12 @@ impl Router {
         self.remote.as_ref().map_or(0, |remote| remote.tenure())
     }
 
+    /// Whether this node's heartbeat is current ([`Remote::is_current`]; a
+    /// node alone has none to be).
+    pub(crate) fn is_current(&self) -> bool {
+        self.remote.as_ref().is_none_or(|remote| remote.is_current())
+    }
+
     /// Asks the other nodes for their guests' records ([`Remote::tail`]);
     /// answers how many were asked.
     pub(crate) fn tail(

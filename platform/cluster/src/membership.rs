@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wasmkeep_core::heartbeat::{Capabilities, Heartbeat, INTERVAL, NodeState};
 use wasmkeep_core::placement::Members;
-use wasmkeep_core::placement::holding::Tenure;
+use wasmkeep_core::placement::holding::{self, Tenure};
 use wasmkeep_storage::{ClusterStore, StoreError};
 
 /// How recent this node's last written heartbeat must be for it to count
@@ -155,6 +155,12 @@ impl Membership {
     pub fn tenure(&self, now_ms: u64) -> u64 {
         let mut tenure = self.tenure.lock().unwrap_or_else(|p| p.into_inner());
         tenure.at(self.written_ms.load(Ordering::Acquire), now_ms, self.wait)
+    }
+
+    /// Whether this node's heartbeat is current at `now_ms`
+    /// (`placement::holding::is_current`): it takes actors only then.
+    pub fn is_current(&self, now_ms: u64) -> bool {
+        holding::is_current(self.written_ms.load(Ordering::Acquire), now_ms, self.wait)
     }
 
     /// From now on the heartbeat says `draining` and no longer `take`.

@@ -289,6 +289,10 @@ impl Remote for Peers {
         self.membership.tenure(unix_ms())
     }
 
+    fn is_current(&self) -> bool {
+        self.membership.is_current(unix_ms())
+    }
+
     fn hint(&self, actor: &MailboxKey) -> Option<String> {
         self.hints.get(actor)
     }

@@ -53,6 +53,16 @@ pub fn trusted_silence(wait: std::time::Duration) -> std::time::Duration {
     wait - wait / 4
 }
 
+/// Whether a node whose heartbeat was last written at `written_ms` (0:
+/// never) vouches for itself at `now_ms`: it was written within
+/// [`trusted_silence`]. A node that does not may already be dead to the
+/// others, and takes no actor until it has written its heartbeat again
+/// (a take in its silence would be trusted past it).
+pub fn is_current(written_ms: u64, now_ms: u64, wait: std::time::Duration) -> bool {
+    let trusted_ms = u64::try_from(trusted_silence(wait).as_millis()).unwrap_or(u64::MAX);
+    written_ms != 0 && now_ms.saturating_sub(written_ms) <= trusted_ms
+}
+
 /// A node's tenure (docs/spec/cluster.md §3): how many times it found its
 /// own heartbeat unwritten for longer than [`trusted_silence`] (it was
 /// paused, or cut off from the store), when the others may have taken its
@@ -75,8 +85,7 @@ impl Tenure {
     /// written, as well as before each event: a silence that a write ended
     /// unasked would go unseen.
     pub fn at(&mut self, written_ms: u64, now_ms: u64, wait: std::time::Duration) -> u64 {
-        let trusted_ms = u64::try_from(trusted_silence(wait).as_millis()).unwrap_or(u64::MAX);
-        let silent = written_ms != 0 && now_ms.saturating_sub(written_ms) > trusted_ms;
+        let silent = written_ms != 0 && !is_current(written_ms, now_ms, wait);
         if silent && self.counted_after != written_ms {
             self.counted_after = written_ms;
             self.count += 1;
@@ -112,6 +121,15 @@ mod tests {
         assert!(gives_up(t, Some(t)));
         assert!(gives_up(t + Duration::from_millis(1), Some(t)));
         assert!(!gives_up(t, Some(t + Duration::from_millis(1))));
+    }
+
+    #[test]
+    fn a_node_vouches_for_itself_within_the_trusted_silence() {
+        let wait = Duration::from_secs(10);
+        assert!(!is_current(0, 50_000, wait), "never written");
+        assert!(is_current(1_000, 8_500, wait));
+        assert!(!is_current(1_000, 8_501, wait));
+        assert!(is_current(9_000, 8_000, wait), "a write from the future is current");
     }
 
     #[test]

@@ -17,14 +17,20 @@ pub enum TakeBy {
     /// The compare-and-set: an owner whose heartbeat (in the store) was
     /// sent before `dead_before_ms` is dead and loses the actor.
     CompareAndSet { dead_before_ms: u64 },
+    /// Not now: this node's own heartbeat is not current
+    /// (`holding::is_current`), so the others may count it dead already;
+    /// it takes nothing until it has written one (the client retries).
+    NotCurrent,
 }
 
-/// How a node takes an actor at `now_ms`.
-pub fn take_by(draining: bool, members: &Members, now_ms: u64) -> TakeBy {
-    match (members.is_clustered(), draining) {
-        (false, _) => TakeBy::Wake,
-        (true, true) => TakeBy::AskOwner,
-        (true, false) => TakeBy::CompareAndSet { dead_before_ms: members.dead_before_ms(now_ms) },
+/// How a node takes an actor at `now_ms`; `current`: whether its own
+/// heartbeat is (`holding::is_current`).
+pub fn take_by(draining: bool, current: bool, members: &Members, now_ms: u64) -> TakeBy {
+    match (members.is_clustered(), draining, current) {
+        (false, _, _) => TakeBy::Wake,
+        (true, true, _) => TakeBy::AskOwner,
+        (true, false, false) => TakeBy::NotCurrent,
+        (true, false, true) => TakeBy::CompareAndSet { dead_before_ms: members.dead_before_ms(now_ms) },
     }
 }
 
@@ -59,11 +65,14 @@ mod tests {
     #[test]
     fn a_node_alone_wakes_a_draining_one_asks_the_others_compare() {
         let alone = Members::alone("a");
-        assert_eq!(take_by(false, &alone, 50_000), TakeBy::Wake);
-        assert_eq!(take_by(true, &alone, 50_000), TakeBy::Wake, "alone, a drain has nowhere to send");
+        assert_eq!(take_by(false, true, &alone, 50_000), TakeBy::Wake);
+        assert_eq!(take_by(true, true, &alone, 50_000), TakeBy::Wake, "alone, a drain has nowhere to send");
+        assert_eq!(take_by(false, false, &alone, 50_000), TakeBy::Wake, "alone, no heartbeat to be current");
         let m = Members::new("a", WAIT, [beat("a", 50_000)]);
-        assert_eq!(take_by(true, &m, 50_000), TakeBy::AskOwner);
-        assert_eq!(take_by(false, &m, 50_000), TakeBy::CompareAndSet { dead_before_ms: 40_000 });
+        assert_eq!(take_by(true, true, &m, 50_000), TakeBy::AskOwner);
+        assert_eq!(take_by(true, false, &m, 50_000), TakeBy::AskOwner, "asking takes nothing");
+        assert_eq!(take_by(false, true, &m, 50_000), TakeBy::CompareAndSet { dead_before_ms: 40_000 });
+        assert_eq!(take_by(false, false, &m, 50_000), TakeBy::NotCurrent, "a silent node takes nothing");
     }
 
     #[test]
